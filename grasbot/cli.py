@@ -1,0 +1,78 @@
+"""`grasbot serve`: run the API with uvicorn.
+
+The app is built by the factory `grasbot.api:create_app` in each worker process, so `--workers N` runs N
+independent copies (each with its own vault snapshot, memory and Langfuse client). `--vault` is passed to
+the workers through `VAULT_DIR`, which wins over a `.env` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from grasbot import __version__
+
+#: h11's default (16 KiB) is below a 2,000-character question written in percent-encoded accented letters.
+MAX_REQUEST_HEAD = 64 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grasbot", description="GrasBot, the vault's chatbot API.")
+    parser.add_argument("--version", action="version", version=f"grasbot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP API (GET /ask, GET /ask/stream, GET /health, POST /reload-vault)")
+    serve.add_argument("--vault", metavar="DIR", help="the vault folder (default: VAULT_DIR, then ./vault)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"grasbot: error: {message}", file=sys.stderr)
+    return 2
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from grasbot.config import ConfigError, Settings
+
+    if args.vault:
+        os.environ["VAULT_DIR"] = str(Path(args.vault).expanduser().resolve())
+    try:
+        settings = Settings.from_env()
+    except ConfigError as error:
+        return _fail(str(error))
+    if not settings.vault_dir.is_dir():
+        return _fail(f"vault folder not found: {settings.vault_dir} (use --vault DIR or VAULT_DIR)")
+    if not 1 <= args.port <= 65535:
+        return _fail(f"--port must be between 1 and 65535, got {args.port}")
+    if args.workers < 1:
+        return _fail(f"--workers must be at least 1, got {args.workers}")
+    uvicorn.run(
+        "grasbot.api:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

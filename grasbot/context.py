@@ -1,0 +1,55 @@
+"""Which retrieved notes go into the prompt, whole or cut (DESIGN §7).
+
+The first note always goes in whole. A note ranked 2nd or lower whose score is below
+`keep_ratio` x the first's is cut to `max_chars` at a paragraph boundary: it is context, not the answer,
+and a long secondary note would push the main one out of the model's attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grasbot.search import Hit
+
+SECONDARY_KEEP_RATIO = 0.8
+SECONDARY_MAX_CHARS = 1500
+
+
+@dataclass(frozen=True, slots=True)
+class ContextNote:
+    hit: Hit
+    text: str  # the body as it goes into the prompt
+    truncated: bool
+
+
+def cut_at_paragraph(text: str, max_chars: int) -> str:
+    """`text` cut to at most `max_chars`, at the last paragraph break that fits (else the last line
+    break, else a hard cut), never in the middle of a word when a boundary exists."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    for sep in ("\n\n", "\n", " "):
+        cut = head.rfind(sep)
+        if cut > max_chars // 3:
+            return head[:cut].rstrip()
+    return head.rstrip()
+
+
+def plan_context(
+    hits: Sequence[Hit],
+    keep_ratio: float = SECONDARY_KEEP_RATIO,
+    max_chars: int = SECONDARY_MAX_CHARS,
+) -> list[ContextNote]:
+    """The prompt's notes, in rank order, with their text whole or cut."""
+    planned: list[ContextNote] = []
+    if not hits:
+        return planned
+    first = hits[0].score
+    for rank, hit in enumerate(hits):
+        body = hit.note.body.strip()
+        if rank > 0 and hit.score < keep_ratio * first and len(body) > max_chars:
+            planned.append(ContextNote(hit, cut_at_paragraph(body, max_chars), True))
+        else:
+            planned.append(ContextNote(hit, body, False))
+    return planned

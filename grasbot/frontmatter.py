@@ -1,0 +1,385 @@
+"""Reading one note file: bytes -> text, text -> frontmatter mapping + body, with positions and problems.
+
+Nothing here raises on bad input: every defect becomes a `Problem` and the caller still gets a usable
+result (an empty mapping, the whole text as body). YAML is read with PyYAML's C loader (libyaml): the
+node tree is composed first so that each top-level key and list item keeps its position, then constructed.
+
+Positions are 1-based lines and columns in characters of the decoded text, lines being separated by
+``\\n`` only (``\\r\\n`` files therefore keep the same line numbers; YAML's own line counter also breaks on
+``\\r``, U+0085 and U+2028, so we never use it: marks are converted from their character index instead).
+A UTF-8 byte-order mark is removed from the text before anything else, so column 1 is the first visible
+character, as editors show it.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from grasbot.notes import LIST_FIELDS, Problem, Span
+
+__all__ = [
+    "ParsedFile",
+    "LineIndex",
+    "decode",
+    "parse_text",
+    "parse_bytes",
+    "split_frontmatter",
+]
+
+_BOM = "\ufeff"
+#: Bytes looked at to decide that a file is binary (a NUL byte never occurs in a text note).
+_SNIFF = 8192
+_LIST_FIELDS = frozenset(LIST_FIELDS)
+# The closing fence: a line that is exactly `---` (trailing blanks tolerated, as Obsidian does).
+_CLOSE_RE = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+_OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
+
+
+class LineIndex:
+    """Converts a character offset of a text into a 1-based (line, column), lines split on ``\\n``."""
+
+    __slots__ = ("_text", "_starts", "length")
+
+    def __init__(self, text: str, limit: int | None = None) -> None:
+        # `limit`: only index text[:limit] (the frontmatter); the table is built on first use, since
+        # most files never need it (libyaml's marks give positions directly).
+        self._text: str | None = text
+        self._starts: list[int] = []
+        self.length = len(text) if limit is None else limit
+
+    @property
+    def starts(self) -> list[int]:
+        if self._text is not None:
+            text, end = self._text, self.length
+            starts = [0]
+            find = text.find
+            i = find("\n", 0, end)
+            while i != -1:
+                starts.append(i + 1)
+                i = find("\n", i + 1, end)
+            self._starts = starts
+            self._text = None
+        return self._starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        if offset < 0:
+            offset = 0
+        elif offset > self.length:
+            offset = self.length
+        starts = self.starts
+        row = bisect_right(starts, offset) - 1
+        return row + 1, offset - starts[row] + 1
+
+    def span(self, start: int, end: int, line_shift: int = 0) -> Span:
+        line, col = self.position(start)
+        end_line, end_col = self.position(end)
+        return Span(line + line_shift, col, end_line + line_shift, end_col)
+
+
+@dataclass(slots=True)
+class ParsedFile:
+    """Everything `grasbot.notes.Note` needs from one file, before the vault resolves links."""
+
+    text: str
+    meta: dict[str, Any]
+    body: str
+    body_line: int
+    has_frontmatter: bool
+    problems: list[Problem] = field(default_factory=list)
+    key_positions: dict[str, Span] = field(default_factory=dict)
+    item_positions: dict[str, list[Span]] = field(default_factory=dict)
+    frontmatter_span: Span | None = None
+    #: Offset in `text` where the body starts.
+    body_start: int = 0
+    #: Each string holding `[[` found as a top-level value or list item: (key, value, span, source text as
+    #: written, quotes included), so that `grasbot.links` can place `"[[x]]"` links exactly.
+    string_values: list[tuple[str, str, Span, str]] = field(default_factory=list)
+    #: Line table of `text`, built once and shared with the link extractor (None for an empty result).
+    line_index: LineIndex | None = None
+
+
+# -- YAML ------------------------------------------------------------------------------------------
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+
+
+def _construct_timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    # `updated: 2026-02-30` must not make the whole frontmatter unreadable: keep the text, lint flags it.
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+def _implicit_table() -> dict[str, tuple[tuple[str, re.Pattern[str]], ...]]:
+    table = {}
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        table[first] = tuple(resolvers) + tuple(yaml.SafeLoader.yaml_implicit_resolvers.get(None, ()))
+    return table
+
+
+_IMPLICIT = _implicit_table()
+_NO_IMPLICIT: tuple[tuple[str, re.Pattern[str]], ...] = tuple(yaml.SafeLoader.yaml_implicit_resolvers.get(None, ()))
+
+
+class _Loader(yaml.CSafeLoader):  # type: ignore[misc, valid-type]
+    """CSafeLoader with a forgiving timestamp constructor and a leaner tag resolver.
+
+    libyaml calls `resolve` from C once per node; PyYAML's generic version (path resolvers, list
+    concatenation per call) is most of the composing time on frontmatter-sized documents. This one gives
+    exactly the same tags for the safe schema.
+    """
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, regexp in _IMPLICIT.get(value[:1], _NO_IMPLICIT) if value else _IMPLICIT.get("", ()):
+                    if regexp.match(value):
+                        return tag
+            return _STR_TAG
+        return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None
+
+    def ascend_resolver(self) -> None:
+        return None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+
+class _Fallback(Exception):
+    """The fast builder met something only PyYAML's full constructor handles (merge keys, custom tags)."""
+
+
+def _build(node: yaml.Node, loader: _Loader) -> Any:
+    """Construct plain data from a composed node: the common cases inline, the rest through PyYAML."""
+    tag = node.tag
+    if tag == _STR_TAG:
+        if node.__class__ is yaml.ScalarNode:
+            return node.value
+        raise _Fallback
+    if tag == _MAP_TAG:
+        if node.__class__ is not yaml.MappingNode:
+            raise _Fallback
+        out = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise _Fallback
+            out[_build(key_node, loader)] = _build(value_node, loader)
+        return out
+    if tag == _SEQ_TAG:
+        if node.__class__ is not yaml.SequenceNode:
+            raise _Fallback
+        return [_build(item, loader) for item in node.value]
+    if node.__class__ is yaml.ScalarNode:
+        return loader.construct_object(node, deep=True)
+    raise _Fallback
+
+
+def _construct(loader: _Loader, node: yaml.Node) -> Any:
+    try:
+        return _build(node, loader)
+    except (_Fallback, RecursionError):  # RecursionError: an alias cycle (`&a [*a]`), PyYAML handles it
+        loader.constructed_objects = {}
+        loader.recursive_objects = {}
+        return loader.construct_document(node)
+
+
+def _problem(path: str, index: LineIndex, offset: int, message: str, code: str) -> Problem:
+    line, col = index.position(offset)
+    return Problem(path, line, col, message, code)
+
+
+def _yaml_message(exc: BaseException) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        parts = [p for p in (exc.context, exc.problem) if p]
+        if parts:
+            return "invalid YAML in frontmatter: " + "; ".join(parts)
+    if isinstance(exc, TypeError) and "unhashable" in str(exc):
+        return "invalid YAML in frontmatter: a key is a list or a mapping"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"invalid YAML in frontmatter: {text}"
+
+
+def _yaml_counts_lines_like_us(fm: str) -> bool:
+    """True when libyaml's line numbers equal ours (it also breaks lines on a lone \\r, U+0085, U+2028,
+    U+2029): then marks give positions directly, without a line table."""
+    if "\r" in fm and fm.count("\r") != fm.count("\r\n"):
+        return False
+    return not ("\x85" in fm or "\u2028" in fm or "\u2029" in fm)
+
+
+def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile) -> None:
+    """Parse the frontmatter text `fm`, which starts at character `fm_offset`, line `fm_line`, column 1."""
+    loader = _Loader(fm)
+    try:
+        node = loader.get_single_node()
+        data = _construct(loader, node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        offset = fm_offset + (mark.index if mark is not None else 0)
+        result.problems.append(_problem(path, index, offset, _yaml_message(exc), "yaml-error"))
+        return
+    except yaml.YAMLError as exc:  # reader errors (control characters) carry a position too
+        pos = getattr(exc, "position", 0) or 0
+        result.problems.append(_problem(path, index, fm_offset + pos, _yaml_message(exc), "yaml-error"))
+        return
+    except (RecursionError, MemoryError, ValueError, TypeError, OverflowError) as exc:
+        # e.g. an unhashable key (`? [a]: b`), absurd nesting: report at the start of the frontmatter
+        result.problems.append(_problem(path, index, fm_offset, _yaml_message(exc), "yaml-error"))
+        return
+    finally:
+        loader.dispose()
+
+    if data is None:  # empty or comments only: an empty mapping, not a defect
+        return
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+        offset = fm_offset + node.start_mark.index
+        result.problems.append(
+            _problem(path, index, offset, f"frontmatter is {kind}, not a mapping of fields", "not-mapping")
+        )
+        return
+
+    result.meta = data
+    keys = result.key_positions
+    items = result.item_positions
+    strings = result.string_values
+    if _yaml_counts_lines_like_us(fm):
+        shift = fm_line
+
+        def span_of(n: yaml.Node) -> Span:
+            a, b = n.start_mark, n.end_mark
+            return Span(a.line + shift, a.column + 1, b.line + shift, b.column + 1)
+
+    else:
+
+        def span_of(n: yaml.Node) -> Span:
+            return index.span(fm_offset + n.start_mark.index, fm_offset + n.end_mark.index)
+
+    scalar = yaml.ScalarNode
+    for key_node, value_node in node.value:
+        value = key_node.value
+        key = value if isinstance(value, str) else str(value)
+        keys[key] = span_of(key_node)
+        cls = value_node.__class__
+        if cls is yaml.SequenceNode:
+            spans = []
+            for item in value_node.value:
+                span = span_of(item)
+                spans.append(span)
+                if item.__class__ is scalar and "[[" in item.value:
+                    strings.append((key, item.value, span, fm[item.start_mark.index : item.end_mark.index]))
+            items[key] = spans
+        elif cls is scalar:
+            if key in _LIST_FIELDS:
+                span = span_of(value_node)
+                items[key] = [span]
+                if "[[" in value_node.value:
+                    strings.append((key, value_node.value, span, fm[value_node.start_mark.index : value_node.end_mark.index]))
+            elif "[[" in value_node.value:
+                strings.append(
+                    (key, value_node.value, span_of(value_node), fm[value_node.start_mark.index : value_node.end_mark.index])
+                )
+
+
+# -- splitting -------------------------------------------------------------------------------------
+
+
+def split_frontmatter(text: str) -> tuple[int, int, int] | None:
+    """Locate the frontmatter of `text` (BOM already removed).
+
+    Returns ``(fm_start, fm_end, body_start)`` character offsets: the YAML is ``text[fm_start:fm_end]`` and
+    the body starts at ``body_start``. Returns None when the file has no frontmatter, and
+    ``(fm_start, -1, -1)`` when it opens one and never closes it.
+    """
+    if not text.startswith("---"):
+        return None
+    opening = _OPEN_RE.match(text)
+    if opening is None:  # `----` or `--- title`: a rule or text, not a frontmatter
+        return None
+    fm_start = opening.end()
+    closing = _CLOSE_RE.search(text, fm_start)
+    if closing is None:
+        return (fm_start, -1, -1)
+    body_start = closing.end()
+    if body_start < len(text) and text[body_start] == "\n":
+        body_start += 1
+    return (fm_start, closing.start(), body_start)
+
+
+def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
+    """Decode a file's bytes. Returns (text, problems); text is None for a binary file.
+
+    Invalid UTF-8 is replaced by U+FFFD (so the rest of the note is still usable) and reported at the
+    first bad byte.
+    """
+    if b"\x00" in raw[:_SNIFF]:
+        return None, [Problem(path, 1, 1, "binary file with a .md name (contains NUL bytes)", "binary")]
+    try:
+        text = raw.decode("utf-8")
+        problems: list[Problem] = []
+    except UnicodeDecodeError as exc:
+        good = raw[: exc.start].decode("utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace")
+        if good.startswith(_BOM):
+            good = good[1:]
+        line = good.count("\n") + 1
+        column = len(good) - (good.rfind("\n") + 1) + 1
+        problems = [
+            Problem(path, line, column, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", "not-utf8")
+        ]
+    if text.startswith(_BOM):
+        text = text[1:]
+    return text, problems
+
+
+def parse_text(text: str, path: str) -> ParsedFile:
+    """Split and parse an already decoded note (BOM removed)."""
+    result = ParsedFile(text=text, meta={}, body=text, body_line=1, has_frontmatter=False)
+    if not text.strip():
+        result.problems.append(Problem(path, 1, 1, "empty file", "empty"))
+        return result
+    where = split_frontmatter(text)
+    if where is None:
+        result.problems.append(Problem(path, 1, 1, "no frontmatter (the file does not start with `---`)", "no-frontmatter"))
+        return result
+    fm_start, fm_end, body_start = where
+    if fm_end < 0:
+        result.problems.append(
+            Problem(path, 1, 1, "frontmatter opened with `---` on line 1 is never closed", "unclosed-frontmatter")
+        )
+        return result
+    index = LineIndex(text, body_start)
+    result.line_index = index
+    result.has_frontmatter = True
+    result.body = text[body_start:]
+    result.body_start = body_start
+    result.body_line = text.count("\n", 0, body_start) + 1
+    # the YAML starts on line 2; fm_end is the start of the closing `---` line
+    result.frontmatter_span = Span(2, 1, text.count("\n", 0, fm_end) + 1, 1)
+    if fm_end > fm_start:
+        _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result)
+    return result
+
+
+def parse_bytes(raw: bytes, path: str) -> ParsedFile:
+    """Decode and parse a note file's bytes; never raises."""
+    text, problems = decode(raw, path)
+    if text is None:
+        result = ParsedFile(text="", meta={}, body="", body_line=1, has_frontmatter=False, problems=problems)
+        return result
+    result = parse_text(text, path)
+    if problems:
+        result.problems[:0] = problems
+    return result

@@ -1,0 +1,183 @@
+"""Langfuse tracing of every question (DESIGN §9), and a silent no-op without keys.
+
+One question is one trace `ask` (input query; output response, sources_count, grounded; metadata top_k,
+min_score; session_id and user_id; tags `grounded`|`ungrounded`, `model:<name>`, `vault-miss`) with a span
+`retrieval`, a span `prompt-build` and a generation `ollama-chat`, and two trace scores: `grounded` (0/1)
+and `retrieval_relevance` = min(max_score / 15, 1). Visitors' thumbs go in as the score `user_feedback`.
+
+Uses the SDK's current API (v4+): `start_as_current_observation`, `propagate_attributes`, `create_score`.
+Everything here runs inside one asyncio task per question, so the OpenTelemetry context that these
+context managers attach is detached in the same task. The client gets its own TracerProvider: the service
+never touches the process-wide OpenTelemetry configuration.
+
+Only what the caller passes is sent: the API passes public notes only (private ones never reach a prompt),
+and no secret is ever put in an attribute. The secret key travels only in the exporter's auth header.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, nullcontext
+from typing import Any
+
+from grasbot.config import Settings
+
+log = logging.getLogger("grasbot.observability")
+
+#: Relevance is the best retrieval score over this, capped at 1 (the seed's calibration).
+RELEVANCE_SCALE = 15.0
+
+_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def is_trace_id(value: str) -> bool:
+    """Langfuse / W3C trace ids are 32 lowercase hex characters."""
+    return bool(_TRACE_ID.match(value))
+
+
+def retrieval_relevance(max_score: float) -> float:
+    return max(0.0, min(max_score / RELEVANCE_SCALE, 1.0))
+
+
+class _NoopObservation:
+    """Stands for a span when tracing is off: accepts every update and does nothing."""
+
+    trace_id = ""
+    id = ""
+
+    def update(self, **_: Any) -> _NoopObservation:
+        return self
+
+
+_NOOP = _NoopObservation()
+
+
+class AskTrace:
+    """The trace of one question. Methods are safe to call whether tracing is on or off."""
+
+    def __init__(self, client: Any | None, root: Any | None, stack: ExitStack) -> None:
+        self._client = client
+        self._root = root
+        self._stack = stack
+        self.trace_id: str = root.trace_id if root is not None else uuid.uuid4().hex
+        self.enabled = root is not None
+
+    @contextmanager
+    def observation(self, name: str, *, as_type: str = "span", **fields: Any) -> Iterator[Any]:
+        """A child observation (`span` or `generation`) current for the duration of the block."""
+        if self._client is None:
+            yield _NOOP
+            return
+        with self._client.start_as_current_observation(name=name, as_type=as_type, **fields) as obs:
+            yield obs
+
+    def add_tags(self, tags: list[str]) -> None:
+        """Tags known only after retrieval; they go on the root and on every later observation."""
+        if self._client is None:
+            return
+        from langfuse import propagate_attributes
+
+        self._stack.enter_context(propagate_attributes(tags=tags))
+
+    def update(self, **fields: Any) -> None:
+        if self._root is not None:
+            self._root.update(**fields)
+
+    def score(self, name: str, value: float, data_type: str) -> None:
+        if self._root is not None:
+            self._root.score_trace(name=name, value=value, data_type=data_type)
+
+
+class Observability:
+    """The service's Langfuse client, or nothing when the three Langfuse variables are not all set."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.enabled = settings.langfuse_enabled
+        self._client: Any | None = None
+        self._provider: Any | None = None
+        if not self.enabled:
+            log.info("Langfuse disabled: LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_BASE_URL are not all set")
+            return
+        try:
+            from langfuse import Langfuse
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+
+            self._provider = TracerProvider(resource=Resource.create({"service.name": "grasbot"}))
+            self._client = Langfuse(
+                public_key=settings.langfuse_public_key,
+                secret_key=settings.langfuse_secret_key,
+                base_url=settings.langfuse_base_url,
+                flush_interval=settings.langfuse_flush_interval,
+                tracer_provider=self._provider,
+            )
+            log.info("Langfuse enabled, sending traces to %s", settings.public_view()["langfuse_base_url"])
+        except Exception as error:  # noqa: BLE001 - tracing must never stop the service
+            log.warning("Langfuse disabled: the client could not start (%s)", type(error).__name__)
+            self.enabled = False
+            self._client = None
+
+    @contextmanager
+    def trace_ask(
+        self,
+        *,
+        query: str,
+        session_id: str | None,
+        user_id: str | None,
+        model: str,
+        metadata: dict[str, Any],
+    ) -> Iterator[AskTrace]:
+        """The root `ask` observation with session, user, model tag and metadata propagated to children."""
+        if self._client is None:
+            with ExitStack() as stack:
+                yield AskTrace(None, None, stack)
+            return
+        from langfuse import propagate_attributes
+
+        with self._client.start_as_current_observation(
+            name="ask", as_type="span", input={"query": query}, metadata=metadata
+        ) as root:
+            with propagate_attributes(
+                trace_name="ask",
+                session_id=session_id,
+                user_id=user_id,
+                tags=[f"model:{model}"],
+                metadata={k: v for k, v in metadata.items() if v is not None},
+            ):
+                with ExitStack() as stack:
+                    yield AskTrace(self._client, root, stack)
+
+    def feedback(self, trace_id: str, value: int, comment: str | None) -> bool:
+        """Record the visitor's thumb as the trace score `user_feedback`. False when tracing is off."""
+        if self._client is None:
+            return False
+        self._client.create_score(
+            name="user_feedback", value=float(value), trace_id=trace_id, data_type="BOOLEAN", comment=comment
+        )
+        return True
+
+    def flush(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.flush()
+            except Exception as error:  # noqa: BLE001
+                log.warning("Langfuse flush failed (%s)", type(error).__name__)
+
+    def shutdown(self) -> None:
+        """Send what is buffered and stop the background exporters (called when the server stops)."""
+        if self._client is None:
+            return
+        try:
+            self._client.shutdown()
+            if self._provider is not None:
+                self._provider.shutdown()
+        except Exception as error:  # noqa: BLE001
+            log.warning("Langfuse shutdown failed (%s)", type(error).__name__)
+        self._client = None
+
+
+def noop_context() -> Any:
+    return nullcontext(_NOOP)

@@ -1,0 +1,126 @@
+"""The French (and English) tokenizer that every retrieval field and every question goes through.
+
+Pipeline, per text: `c++` -> `cpp` and `c#` -> `csharp` (before punctuation is lost), French elisions
+(`l'`, `d'`, `qu'`, `j'`, `n'`, `s'`, `c'`, `m'`, `t'`) removed, lowercase, split on anything that is not a
+letter or a digit (so `-`, `_`, `'`, `?`, `.` never stay in a token), accents folded, stop words dropped
+(French, English, and the conversational fillers of a question: "parle-moi", "peux-tu", ...), Snowball
+French stemming.
+
+Folding happens *before* stemming on purpose: a visitor who types `securite` must meet the note that says
+`sécurité`, so both spellings have to reach the stemmer as the same string. Stems are cached per word: a
+vault has a few tens of thousands of distinct words, and the cache makes tokenizing a question a handful
+of dict lookups.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+
+__all__ = ["STOP_WORDS", "fold", "stem", "tokenize", "words"]
+
+_CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
+_CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
+# An elided article/pronoun is one letter (or `qu`) followed by an apostrophe inside a word: `l'école`.
+# Removing it here keeps a lone `c` (the C language) distinct from the `c'` of `c'est`.
+_ELISION = re.compile(r"(?<![^\W\d_])(?:qu|[ldjnsmtc])['’`ʼ](?=[^\W\d_])", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]+")
+
+_FRENCH = """
+a à ai aie aient aies ait alors as au aucun aucune aupres auquel aura aurai auraient aurais aurait auras
+aurez auriez aurions aurons auront aussi autre autres aux avaient avais avait avant avec avez aviez avions
+avoir avons ayant ayez ayons bon ca ce ceci cela celle celles celui cependant certain certaine certains
+ces cet cette ceux chacun chaque chez ci comme comment d dans de des desquels desquelles deja donc dont du
+duquel durant elle elles en encore entre es est et etaient etais etait etant etes ete etre eu eue eues
+eumes eurent eus eusse eussent eusses eussiez eussions eut eutes eux fait faite faites fais faisait faire
+font fut furent fus fusse fussent fusses fussiez fussions fut futes hors i ici il ils j je jusqu jusque l
+la laquelle le lequel les lesquels lesquelles leur leurs lorsqu lorsque lui m ma mais me meme memes mes
+moi mon n ne ni non nos notre nous o on ont or ou où par parce pas peu peut peux plus pour pourquoi
+puisqu puisque qu quand que quel quelle quelles quels qui quoi quoiqu s sa sans se sera serai seraient
+serais serait seras serez seriez serions serons seront ses si sien sienne siens soi soient sois soit sommes
+son sont sous soyez soyons suis sur t ta te tes toi ton tous tout toute toutes tres tu un une unes uns
+vers voici voila vos votre vous vu y
+quelqu quelque quelques ya va vais vont etc aujourd hui
+"""
+# Words a visitor wraps around the real question ("peux-tu me dire...", "parle-moi de..."): they carry
+# no subject, and an out-of-vocabulary filler would otherwise weigh as much as a rare content word when
+# deciding whether the vault covers the question.
+_FILLERS = """
+bonjour salut merci stp svp combien parle parler parlez parles dis dire dites explique expliquer expliquez
+expliques raconte raconter racontez montre montrer donne donner sais savoir savez connais connait
+connaitre voudrais voulez veux veut vouloir aimerais pourrais pourriez pouvez pouvoir peut-etre
+possible vraiment deja genre truc chose choses
+"""
+_ENGLISH = """
+a about above after again against all am an and any are as at be because been before being below between
+both but by can could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor
+not now of off on once only or other our ours ourselves out over own same she should so some such than
+that the their theirs them themselves then there these they this those through to too under until up
+very was we were what when where which while who whom why will with would you your yours yourself
+yourselves tell know please hi hello thanks
+"""
+
+STOP_WORDS: frozenset[str] = frozenset((_FRENCH + _FILLERS + _ENGLISH).split())
+
+_stemmer = Stemmer.Stemmer("french")
+
+
+def fold(text: str) -> str:
+    """Lowercase `text` and remove accents (`Éé` -> `ee`, `œ` -> `oe`); digits and ASCII are untouched."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    text = text.replace("œ", "oe").replace("æ", "ae").replace("ß", "ss")
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=1 << 18)
+def _token(word: str) -> str:
+    """The index token of one lowercase word, or "" for a stop word. Cached: see the module docstring."""
+    folded = fold(word)
+    if folded in STOP_WORDS or not folded:
+        return ""
+    if folded.isdigit():
+        return folded
+    stemmed = _stemmer.stemWord(folded)
+    # Folding hides the `é` of `-ée`/`-é` endings from Snowball, which then leaves a bare `e`
+    # (`developpee` -> `developpe`): drop it so the participle meets the verb and the noun.
+    if len(stemmed) > 3 and stemmed.endswith("e"):
+        stemmed = stemmed[:-1]
+    return stemmed
+
+
+def stem(word: str) -> str:
+    """The token of one word (folded, stemmed), or "" when it is a stop word."""
+    return _token(word.lower())
+
+
+def _prepare(text: str) -> str:
+    if "+" in text:
+        text = _CPP.sub(" cpp ", text)
+    if "#" in text:
+        text = _CSHARP.sub(" csharp ", text)
+    if "'" in text or "’" in text or "`" in text or "ʼ" in text:
+        text = _ELISION.sub(" ", text)
+    return text.lower()
+
+
+def words(text: str) -> list[str]:
+    """The words of `text`, folded, without stop words and without stemming (for display and phrases)."""
+    out = []
+    for word in _WORD.findall(_prepare(text)):
+        folded = fold(word)
+        if folded and folded not in STOP_WORDS:
+            out.append(folded)
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """The index tokens of `text`, in order, repeats kept (term frequencies need them)."""
+    token = _token
+    return [t for t in map(token, _WORD.findall(_prepare(text))) if t]

@@ -1,0 +1,549 @@
+"""Loading a vault folder into notes, resolving every link, and keeping both up to date one file at a time.
+
+The vault keeps, besides the notes, a reverse index from link keys (the normalised file name a link
+asks for, see `grasbot.links.link_key`) to the notes whose links use that key. Updating or removing one
+file then re-resolves only the notes that could be affected by it, never the whole vault.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grasbot.frontmatter import parse_bytes
+from grasbot.links import AnchorTable, Resolver, frontmatter_links, link_key, name_key, parse_body
+from grasbot.notes import LinkStatus, Note, Problem, Resolution
+
+#: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
+#: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
+DEFAULT_EXCLUDE: tuple[str, ...] = (".obsidian", ".trash", "README.md", "TAXONOMIE.md", "templates")
+
+__all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault", "read_note"]
+
+# Prefix of reverse-index keys that record "this broken link's text may equal an alias".
+_ALIAS = "\0"
+
+
+@dataclass(slots=True)
+class LinkChange:
+    """What `Vault.update_file`/`Vault.remove_file` changed: the notes re-read and the notes whose link
+    resolutions changed because of them (a deleted note breaks links elsewhere; a created one repairs them)."""
+
+    changed: set[str] = field(default_factory=set)  # notes (re)read or removed
+    relinked: set[str] = field(default_factory=set)  # other notes whose resolutions changed
+
+
+def read_note(rel: str, raw: bytes) -> Note:
+    """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
+    parsed = parse_bytes(raw, rel)
+    links, headings, blocks = parse_body(parsed.body, parsed.body_line)
+    if parsed.string_values:
+        fm_links = frontmatter_links(parsed)
+        if fm_links:
+            links = fm_links + links
+    return Note(
+        path=rel,
+        text=parsed.text,
+        meta=parsed.meta,
+        body=parsed.body,
+        body_line=parsed.body_line,
+        has_frontmatter=parsed.has_frontmatter,
+        headings=headings,
+        block_ids=blocks,
+        links=links,
+        problems=parsed.problems,
+        key_positions=parsed.key_positions,
+        item_positions=parsed.item_positions,
+        frontmatter_span=parsed.frontmatter_span,
+        digest=hashlib.blake2b(raw, digest_size=16).hexdigest(),
+    )
+
+
+def _is_note_name(name: str) -> bool:
+    return name[-3:].lower() == ".md"
+
+
+class Vault:
+    """A loaded vault: notes by path, attachment files, link resolutions and the link graph.
+
+    Iteration order everywhere is sorted by path, so results never depend on file-system order.
+    """
+
+    root: Path
+    notes: dict[str, Note]  # vault-relative path -> note, sorted by path
+    files: set[str]  # every non-note file (attachments), vault-relative
+    problems: list[Problem]  # problems that belong to no note (symlink loop, unreadable folder, ...)
+
+    def __init__(self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> None:
+        self.root = root
+        self.exclude = tuple(exclude)
+        # names (no "/") match any path part; entries with "/" match a vault-relative path prefix
+        self._exclude_names = frozenset(name_key(e.strip("/")) for e in exclude if "/" not in e.strip("/"))
+        self._exclude_paths = tuple(name_key(e.strip("/")) for e in exclude if "/" in e.strip("/"))
+        self.notes = {}
+        self.files = set()
+        self.problems = []
+        self._resolver = Resolver()
+        self._res: dict[str, list[Resolution]] = {}
+        self._out: dict[str, set[str]] = {}
+        self._in: dict[str, set[str]] = {}
+        self._dependents: dict[str, set[str]] = {}  # link key -> notes whose links use it
+        self._src_keys: dict[str, frozenset[str]] = {}  # note -> the keys it is registered under
+        self._anchors: dict[str, AnchorTable] = {}
+        self._ids: dict[str, str] = {}  # id -> path
+        self._slug_groups: dict[str, set[str]] = {}
+        self._stem_groups: dict[str, set[str]] = {}
+
+    # -- loading ---------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> Vault:
+        """Read every note under `root`. Never raises on a bad file; raises FileNotFoundError /
+        NotADirectoryError with a clear message when `root` itself is missing or not a folder."""
+        root = Path(root).expanduser()
+        if not root.exists():
+            raise FileNotFoundError(f"vault folder not found: {root}")
+        if not root.is_dir():
+            raise NotADirectoryError(f"vault path is not a folder: {root}")
+        vault = cls(root.resolve(), exclude)
+        notes: list[Note] = []
+        for rel, full in vault._walk():
+            if _is_note_name(rel):
+                note = vault._read(rel, full)
+                if note is not None:
+                    notes.append(note)
+            else:
+                vault.files.add(rel)
+        notes.sort(key=lambda n: n.path)
+        vault.notes = {n.path: n for n in notes}
+        resolver = vault._resolver
+        for path in sorted(vault.files):
+            resolver.add(path, False)
+        for note in notes:
+            resolver.add(note.path, True)
+            aliases = note.aliases
+            if aliases:
+                resolver.add_aliases(note.path, aliases)
+            vault._group_add(note)
+        vault._assign_ids(vault.notes.keys())
+        for note in notes:
+            vault._set_resolutions(note.path, vault._resolve_note(note))
+        return vault
+
+    def _excluded(self, rel_key: str, name_lower: str) -> bool:
+        if name_lower in self._exclude_names:
+            return True
+        for prefix in self._exclude_paths:
+            if rel_key == prefix or rel_key.startswith(prefix + "/"):
+                return True
+        return False
+
+    def _walk(self, start: str = "") -> Iterator[tuple[str, str]]:
+        """(vault-relative path, absolute path) of every non-excluded file, following folder symlinks once."""
+        root = str(self.root)
+        top = os.path.join(root, start) if start else root
+        try:
+            st = os.stat(top)
+            seen = {(st.st_dev, st.st_ino)}
+        except OSError:
+            seen = set()
+        stack = [(start, top)]
+        while stack:
+            rel_dir, abs_dir = stack.pop()
+            try:
+                with os.scandir(abs_dir) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as exc:
+                self.problems.append(Problem(rel_dir or ".", 1, 1, f"folder not readable: {exc.strerror or exc}", "unreadable"))
+                continue
+            subdirs = []
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if self._excluded(name_key(rel), name_key(name)):
+                    continue
+                try:
+                    is_dir = entry.is_dir()  # follows symlinks
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    try:
+                        st = entry.stat()
+                    except OSError as exc:
+                        self.problems.append(Problem(rel, 1, 1, f"folder not readable: {exc.strerror or exc}", "unreadable"))
+                        continue
+                    ident = (st.st_dev, st.st_ino)
+                    if ident in seen:
+                        self.problems.append(
+                            Problem(rel, 1, 1, "symbolic link loop (folder already visited): skipped", "unreadable")
+                        )
+                        continue
+                    seen.add(ident)
+                    subdirs.append((rel, entry.path))
+                    continue
+                try:
+                    if entry.is_symlink() and not entry.is_file():
+                        self._link_problem(rel, entry.path)
+                        continue
+                except OSError:
+                    pass
+                yield rel, entry.path
+            stack.extend(reversed(subdirs))
+
+    def _link_problem(self, rel: str, full: str) -> None:
+        try:
+            os.stat(full)
+            message = "not a regular file: skipped"
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                message = "symbolic link loop: skipped"
+            elif exc.errno == errno.ENOENT:
+                message = "broken symbolic link (its target does not exist): skipped"
+            else:
+                message = f"not readable: {exc.strerror or exc}"
+        self.problems.append(Problem(rel, 1, 1, message, "unreadable"))
+
+    def _read(self, rel: str, full: str) -> Note | None:
+        """Read one note file; a file that cannot be read becomes a problem (and no note) or a note
+        carrying the problem, never an exception."""
+        try:
+            with open(full, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    self.problems.append(Problem(rel, 1, 1, "not a regular file: skipped", "unreadable"))
+                    return None
+                raw = fh.read()
+        except FileNotFoundError:
+            self.problems.append(Problem(rel, 1, 1, "file vanished while the vault was read: skipped", "unreadable"))
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                self.problems.append(Problem(rel, 1, 1, "symbolic link loop: skipped", "unreadable"))
+                return None
+            # it exists (Obsidian lists it, links to it resolve) but we cannot read it
+            note = read_note(rel, b"")
+            note.problems[:] = [Problem(rel, 1, 1, f"file not readable: {exc.strerror or exc}", "unreadable")]
+            return note
+        return read_note(rel, raw)
+
+    # -- ids -------------------------------------------------------------------------------------------
+    @staticmethod
+    def _slug_of(note: Note) -> str | None:
+        slug = note.slug
+        if slug is None:
+            return None
+        slug = slug.strip()
+        return slug or None
+
+    def _group_add(self, note: Note) -> None:
+        slug = self._slug_of(note)
+        if slug:
+            self._slug_groups.setdefault(slug, set()).add(note.path)
+        self._stem_groups.setdefault(name_key(note.stem), set()).add(note.path)
+
+    def _group_remove(self, note: Note) -> None:
+        slug = self._slug_of(note)
+        if slug:
+            group = self._slug_groups.get(slug)
+            if group is not None:
+                group.discard(note.path)
+                if not group:
+                    del self._slug_groups[slug]
+        key = name_key(note.stem)
+        group = self._stem_groups.get(key)
+        if group is not None:
+            group.discard(note.path)
+            if not group:
+                del self._stem_groups[key]
+
+    def _id_for(self, note: Note) -> str:
+        slug = self._slug_of(note)
+        if slug and len(self._slug_groups.get(slug, ())) == 1:
+            return slug
+        stem = note.stem
+        if len(self._stem_groups.get(name_key(stem), ())) == 1:
+            owners = self._slug_groups.get(stem)
+            if not owners or owners == {note.path}:
+                return stem
+        return note.path[:-3] if note.path.lower().endswith(".md") else note.path
+
+    def _assign_ids(self, paths: object) -> None:
+        ids = self._ids
+        for path in sorted(paths):  # type: ignore[call-overload]
+            note = self.notes.get(path)
+            if note is None:
+                continue
+            if note.id and ids.get(note.id) == path:
+                del ids[note.id]
+            new_id = self._id_for(note)
+            if new_id in ids and ids[new_id] != path:
+                new_id = path  # a slug equal to another note's path: the full path is unique
+            note.id = new_id
+            ids[new_id] = path
+
+    def _id_neighbours(self, note: Note) -> set[str]:
+        """Notes whose id may change when `note` appears, disappears or changes its slug."""
+        out = {note.path}
+        slug = self._slug_of(note)
+        for key in filter(None, (slug,)):
+            out |= self._slug_groups.get(key, set())
+            out |= self._stem_groups.get(name_key(key), set())
+        out |= self._stem_groups.get(name_key(note.stem), set())
+        for path in list(out):
+            other = self.notes.get(path)
+            if other is not None:
+                out |= self._slug_groups.get(other.stem, set())
+        return out
+
+    # -- resolution ------------------------------------------------------------------------------------
+    def _anchor_table(self, path: str) -> AnchorTable | None:
+        table = self._anchors.get(path)
+        if table is None:
+            note = self.notes.get(path)
+            if note is None:
+                return None
+            table = AnchorTable(note.headings, note.block_ids)
+            self._anchors[path] = table
+        return table
+
+    def _resolve_note(self, note: Note) -> list[Resolution]:
+        resolve = self._resolver.resolve
+        anchors = self._anchor_table
+        path = note.path
+        return [resolve(link, path, anchors) for link in note.links]
+
+    def _set_resolutions(self, path: str, resolutions: list[Resolution]) -> None:
+        """Record `path`'s resolutions and bring the graph and the reverse index in line with them."""
+        self._res[path] = resolutions
+        out: set[str] = set()
+        keys: set[str] = set()
+        for res in resolutions:
+            target = res.link.target
+            if target:
+                keys.add(link_key(target))
+                if res.status is LinkStatus.BROKEN:
+                    keys.add(_ALIAS + name_key(target.strip()))
+            tp = res.target_path
+            if tp is not None and tp != path:
+                out.add(tp)
+        # graph edges
+        old_out = self._out.get(path, set())
+        if old_out != out:
+            for gone in old_out - out:
+                sources = self._in.get(gone)
+                if sources is not None:
+                    sources.discard(path)
+                    if not sources:
+                        del self._in[gone]
+            for new in out - old_out:
+                self._in.setdefault(new, set()).add(path)
+            if out:
+                self._out[path] = out
+            else:
+                self._out.pop(path, None)
+        # reverse index
+        frozen = frozenset(keys)
+        old_keys = self._src_keys.get(path, frozenset())
+        if old_keys != frozen:
+            deps = self._dependents
+            for gone in old_keys - frozen:
+                users = deps.get(gone)
+                if users is not None:
+                    users.discard(path)
+                    if not users:
+                        del deps[gone]
+            for new in frozen - old_keys:
+                users = deps.get(new)
+                if users is None:
+                    deps[new] = {path}
+                else:
+                    users.add(path)
+            self._src_keys[path] = frozen
+
+    def _forget(self, path: str) -> None:
+        """Drop a removed note's outgoing edges and reverse-index entries."""
+        self._set_resolutions(path, [])
+        del self._res[path]
+        self._src_keys.pop(path, None)
+
+    def _relink(self, keys: set[str], skip: str) -> set[str]:
+        """Re-resolve every note registered under one of `keys`; return those whose resolutions changed."""
+        sources: set[str] = set()
+        for key in keys:
+            users = self._dependents.get(key)
+            if users:
+                sources |= users
+        sources.discard(skip)
+        changed = set()
+        for source in sorted(sources):
+            note = self.notes.get(source)
+            if note is None:
+                continue
+            new = self._resolve_note(note)
+            if new != self._res.get(source):
+                self._set_resolutions(source, new)
+                changed.add(source)
+        return changed
+
+    # -- queries ---------------------------------------------------------------------------------------
+    def resolutions(self, path: str) -> list[Resolution]:
+        """The resolution of every link of the note at `path`, in the order the links appear."""
+        return list(self._res.get(path, ()))
+
+    def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
+        """(note path, its resolutions) for every note, sorted by path."""
+        for path in self.notes:
+            yield path, self._res.get(path, [])
+
+    def outgoing(self, path: str) -> list[str]:
+        """Paths of notes/files this note links to (resolved links only), sorted, unique."""
+        return sorted(self._out.get(path, ()))
+
+    def incoming(self, path: str) -> list[str]:
+        """Paths of notes that link to this one (backlinks), sorted, unique."""
+        return sorted(self._in.get(path, ()))
+
+    def note_by_id(self, note_id: str) -> Note | None:
+        path = self._ids.get(note_id)
+        return self.notes.get(path) if path is not None else None
+
+    def resolve_name(self, target: str, source: str = "") -> str | None:
+        """Where `[[target]]` written in `source` leads (nearest match), or None: for callers that hold a
+        bare name or slug, such as frontmatter `linked` values."""
+        cands, _ = self._resolver.find(target, source, False)
+        return cands[0] if cands else None
+
+    def all_problems(self) -> list[Problem]:
+        """Every problem, the vault's and the notes', sorted by path then position."""
+        out = list(self.problems)
+        for note in self.notes.values():
+            out.extend(note.problems)
+        out.sort(key=lambda p: (p.path, p.line, p.column, p.code))
+        return out
+
+    # -- incremental updates ---------------------------------------------------------------------------
+    def _relpath(self, path: str | Path) -> str:
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                rel = p.relative_to(self.root)
+            except ValueError:
+                try:
+                    rel = p.resolve().relative_to(self.root)
+                except (ValueError, OSError):
+                    raise ValueError(f"{path} is not inside the vault {self.root}") from None
+            return rel.as_posix()
+        return PurePosixPath(str(path).replace(os.sep, "/")).as_posix()  # also drops a leading "./"
+
+    def _is_excluded_path(self, rel: str) -> bool:
+        parts = rel.split("/")
+        for i, part in enumerate(parts):
+            if part.startswith(".") or self._excluded(name_key("/".join(parts[: i + 1])), name_key(part)):
+                return True
+        return False
+
+    def update_file(self, path: str | Path) -> LinkChange:
+        """Re-read one file (created or modified), without re-reading the rest of the vault."""
+        rel = self._relpath(path)
+        full = self.root / rel
+        if self._is_excluded_path(rel):
+            return self.remove_file(rel) if (rel in self.notes or rel in self.files) else LinkChange()
+        if full.is_dir():
+            change = LinkChange()
+            for sub_rel, _ in self._walk(rel):
+                sub = self.update_file(sub_rel)
+                change.changed |= sub.changed
+                change.relinked |= sub.relinked
+            change.relinked -= change.changed
+            return change
+        if not full.exists() and not full.is_symlink():
+            return self.remove_file(rel)
+        if not _is_note_name(rel):
+            return self._update_attachment(rel)
+        note = self._read(rel, str(full))
+        if note is None:  # vanished or a link loop: the problem is recorded, the old note is gone
+            return self.remove_file(rel)
+        return self._replace_note(note)
+
+    def _update_attachment(self, rel: str) -> LinkChange:
+        if rel in self.files:
+            return LinkChange()
+        self.files.add(rel)
+        self._resolver.add(rel, False)
+        return LinkChange(changed=set(), relinked=self._relink({link_key(rel)}, rel))
+
+    def _replace_note(self, note: Note) -> LinkChange:
+        rel = note.path
+        old = self.notes.get(rel)
+        resolver = self._resolver
+        keys = {link_key(rel)}
+        if old is None:
+            resolver.add(rel, True)
+            last = next(reversed(self.notes), None)
+            self.notes[rel] = note
+            if last is not None and rel < last:  # keep `notes` sorted by path
+                self.notes = dict(sorted(self.notes.items()))
+            anchors_changed = True
+        else:
+            old_aliases = old.aliases
+            resolver.remove_aliases(rel, old_aliases)
+            self._group_remove(old)
+            old_table = self._anchors.pop(rel, None) or AnchorTable(old.headings, old.block_ids)
+            self.notes[rel] = note
+            new_table = self._anchor_table(rel)
+            anchors_changed = new_table is None or (
+                old_table.headings != new_table.headings or old_table.blocks != new_table.blocks
+            )
+            if set(map(name_key, old_aliases)) != set(map(name_key, note.aliases)):
+                keys |= {_ALIAS + name_key(a.strip()) for a in old_aliases}
+                keys |= {_ALIAS + name_key(a.strip()) for a in note.aliases}
+                anchors_changed = True
+            note.id = old.id
+        self._anchors.pop(rel, None)
+        resolver.add_aliases(rel, note.aliases)
+        if old is None:
+            keys |= {_ALIAS + name_key(a.strip()) for a in note.aliases}
+        self._group_add(note)
+        neighbours = self._id_neighbours(note)
+        if old is not None:
+            neighbours |= self._id_neighbours(old)
+        self._assign_ids(neighbours)
+        self._set_resolutions(rel, self._resolve_note(note))
+        relinked = self._relink(keys, rel) if anchors_changed else set()
+        return LinkChange(changed={rel}, relinked=relinked)
+
+    def remove_file(self, path: str | Path) -> LinkChange:
+        """Forget one file (deleted, or moved out of the vault) or every file under a deleted folder."""
+        rel = self._relpath(path)
+        if rel in self.files:
+            self.files.discard(rel)
+            self._resolver.remove(rel)
+            return LinkChange(changed=set(), relinked=self._relink({link_key(rel)}, rel))
+        old = self.notes.get(rel)
+        if old is None:
+            prefix = rel.rstrip("/") + "/"
+            inside = [p for p in list(self.notes) + sorted(self.files) if p.startswith(prefix)]
+            change = LinkChange()
+            for p in inside:
+                sub = self.remove_file(p)
+                change.changed |= sub.changed
+                change.relinked |= sub.relinked
+            change.relinked -= change.changed
+            return change
+        del self.notes[rel]
+        self._resolver.remove(rel)
+        self._resolver.remove_aliases(rel, old.aliases)
+        self._anchors.pop(rel, None)
+        self._group_remove(old)
+        if self._ids.get(old.id) == rel:
+            del self._ids[old.id]
+        self._assign_ids(self._id_neighbours(old) - {rel})
+        self._forget(rel)
+        keys = {link_key(rel)} | {_ALIAS + name_key(a.strip()) for a in old.aliases}
+        relinked = self._relink(keys, rel)
+        return LinkChange(changed={rel}, relinked=relinked)

@@ -1,0 +1,237 @@
+"""A local stand-in for a Langfuse server: records what the Langfuse SDK sends, for assertions.
+
+The SDK (v4+/v5) sends two things, found by reading it (`langfuse/_client/span_processor.py`,
+`langfuse/_task_manager/score_consumer.py`):
+
+- spans as OTLP/HTTP protobuf (`ExportTraceServiceRequest`, gzip unless configured otherwise) to
+  `POST /api/public/otel/v1/traces`, authenticated with `Basic base64(public_key:secret_key)`;
+- scores as a JSON list to `POST /api/public/scores` (answered 202 `{"message": "Accepted"}`).
+
+Anything else is recorded and answered `{}`. Spans are decoded with `opentelemetry-proto` (a dependency of
+the SDK's exporter) into plain dicts whose attribute values are Python values (JSON strings stay strings:
+`Span.json(key)` decodes one).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+TRACES_PATH = "/api/public/otel/v1/traces"
+SCORES_PATH = "/api/public/scores"
+
+
+def _any_value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _any_value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return bytes(value.bytes_value)
+    return getattr(value, kind)
+
+
+@dataclass
+class Span:
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    attributes: dict[str, Any]
+    status_code: int
+    scope_name: str
+    scope_attributes: dict[str, Any]
+
+    def json(self, key: str, default: Any = None) -> Any:
+        """The attribute `key` decoded from JSON (Langfuse serialises input/output/metadata as JSON)."""
+        raw = self.attributes.get(key)
+        if raw is None:
+            return default
+        if not isinstance(raw, str):
+            return raw
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+
+    @property
+    def observation_type(self) -> str | None:
+        return self.attributes.get("langfuse.observation.type")
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes  # the decompressed body as sent
+    at: float = field(default_factory=time.monotonic)
+
+
+class LangfuseCollector:
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.spans: list[Span] = []
+        self.scores: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> LangfuseCollector:
+        collector = self
+
+        class Handler(_Handler):
+            owner = collector
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LangfuseCollector:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- queries ------------------------------------------------------------------------------------
+    def wait_for(self, predicate: Callable[[LangfuseCollector], bool], timeout: float = 10.0) -> bool:
+        """Wait until `predicate(self)` holds (checked on every delivery); False after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate(self):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(min(remaining, 0.2))
+        return True
+
+    def spans_named(self, name: str) -> list[Span]:
+        return [s for s in list(self.spans) if s.name == name]
+
+    def trace(self, trace_id: str) -> list[Span]:
+        return [s for s in list(self.spans) if s.trace_id == trace_id]
+
+    def scores_for(self, trace_id: str) -> dict[str, dict[str, Any]]:
+        return {s["name"]: s for s in list(self.scores) if s.get("traceId") == trace_id}
+
+    def all_payload_text(self) -> str:
+        """Every received body, decoded as text (protobuf bodies keep their strings readable)."""
+        return "\n".join(r.raw.decode("utf-8", "replace") for r in list(self.received))
+
+    # -- recording ----------------------------------------------------------------------------------
+    def _record(self, rec: Received, spans: list[Span], scores: list[dict[str, Any]]) -> None:
+        with self._changed:
+            self.received.append(rec)
+            self.spans.extend(spans)
+            self.scores.extend(scores)
+            self._changed.notify_all()
+
+
+def decode_spans(body: bytes) -> list[Span]:
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    spans: list[Span] = []
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope
+            scope_attrs = {kv.key: _any_value(kv.value) for kv in scope.attributes}
+            for s in scope_spans.spans:
+                spans.append(
+                    Span(
+                        name=s.name,
+                        trace_id=s.trace_id.hex(),
+                        span_id=s.span_id.hex(),
+                        parent_span_id=s.parent_span_id.hex() or None,
+                        attributes={kv.key: _any_value(kv.value) for kv in s.attributes},
+                        status_code=int(s.status.code),
+                        scope_name=scope.name,
+                        scope_attributes=scope_attrs,
+                    )
+                )
+    return spans
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: LangfuseCollector
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in separate writes: no 40 ms delayed-ACK stall
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        return
+
+    def _reply(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self) -> bytes:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        encoding = (self.headers.get("Content-Encoding") or "").lower()
+        if encoding == "gzip":
+            return gzip.decompress(raw)
+        if encoding == "deflate":
+            return zlib.decompress(raw)
+        return raw
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self._body()
+        rec = Received("POST", self.path, dict(self.headers), body)
+        path = self.path.split("?", 1)[0]
+        if path == TRACES_PATH:
+            try:
+                spans = decode_spans(body)
+            except Exception:  # noqa: BLE001 - a bad body is a test failure to report, not a crash
+                self.owner._record(rec, [], [])
+                self._reply(400, b"", "application/x-protobuf")
+                return
+            self.owner._record(rec, spans, [])
+            self._reply(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+            return
+        if path == SCORES_PATH:
+            try:
+                items = json.loads(body)
+            except json.JSONDecodeError:
+                items = []
+            scores = [s for s in (items if isinstance(items, list) else [items]) if isinstance(s, dict)]
+            self.owner._record(rec, [], scores)
+            self._reply(202, b'{"message": "Accepted"}', "application/json")
+            return
+        self.owner._record(rec, [], [])
+        self._reply(200, b"{}", "application/json")
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.owner._record(Received("GET", self.path, dict(self.headers), b""), [], [])
+        self._reply(200, b"{}", "application/json")

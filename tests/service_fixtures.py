@@ -1,0 +1,217 @@
+"""Fixtures for the service's tests: a fake Ollama, a Langfuse collector, and a real uvicorn server.
+
+Import with `from tests.service_fixtures import *` in a test module. The server runs `create_app()` in a
+thread on 127.0.0.1 with a socket bound to a free port; every log record emitted while it runs is kept in
+`server.logs`, so tests can search them. Everything has a timeout: nothing here can hang a test run.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from grasbot.api import create_app
+from grasbot.config import Settings
+from tests.fake_ollama import FakeOllama
+from tests.langfuse_collector import LangfuseCollector
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_VAULT = REPO / "vault"
+CLIENT_TIMEOUT = httpx.Timeout(20.0, connect=5.0)
+
+__all__ = [
+    "REPO",
+    "SAMPLE_VAULT",
+    "LogCapture",
+    "RunningServer",
+    "collector",
+    "fake_ollama",
+    "langfuse_settings",
+    "run_server",
+    "service_settings",
+    "service_vault",
+    "sse_events",
+    "write_note",
+]
+
+
+class LogCapture(logging.Handler):
+    """Keeps every formatted record (message and traceback) emitted while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+        self._lock_lines = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:  # noqa: BLE001
+            text = f"{record.levelname} {record.name} <unformattable {record.msg!r}>"
+        with self._lock_lines:
+            self.lines.append(text)
+
+    def text(self) -> str:
+        with self._lock_lines:
+            return "\n".join(self.lines)
+
+
+_LOGGERS = ("grasbot", "uvicorn", "uvicorn.error", "uvicorn.access", "langfuse", "httpx", "opentelemetry")
+
+
+@dataclass
+class RunningServer:
+    url: str
+    app: Any
+    server: uvicorn.Server
+    thread: threading.Thread
+    logs: LogCapture
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        c = httpx.Client(base_url=self.url, timeout=CLIENT_TIMEOUT, trust_env=False, **kwargs)
+        self.clients.append(c)
+        return c
+
+    def async_client(self, **kwargs: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.url, timeout=CLIENT_TIMEOUT, trust_env=False, **kwargs)
+
+    @property
+    def service(self) -> Any:
+        return self.app.state.service
+
+    def stop(self) -> None:
+        for c in self.clients:
+            c.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+
+
+@contextmanager
+def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[RunningServer]:
+    """A real uvicorn server for `create_app(settings, vault_dir)` on a free loopback port."""
+    capture = LogCapture()
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in _LOGGERS}
+    root.addHandler(capture)
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if name.startswith("grasbot") else logging.INFO)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    running: RunningServer | None = None
+    try:
+        app = create_app(settings, vault_dir)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            lifespan="on",
+            h11_max_incomplete_event_size=64 * 1024,
+            timeout_graceful_shutdown=5,
+            limit_concurrency=1000,
+            backlog=2048,
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 15
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start:\n" + capture.text())
+            time.sleep(0.01)
+        running = RunningServer(f"http://127.0.0.1:{port}", app, server, thread, capture)
+        yield running
+    finally:
+        if running is not None:
+            running.stop()
+        sock.close()
+        root.removeHandler(capture)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
+    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama."""
+    base = Settings.from_env(environ={}, env_file=None)
+    values: dict[str, Any] = {
+        "ollama_url": fake.url if fake is not None else "http://127.0.0.1:9",
+        "llm_timeout": 10.0,
+        "llm_connect_timeout": 1.0,
+    }
+    values.update(overrides)
+    return base.with_overrides(**values)
+
+
+def langfuse_settings(fake: FakeOllama, collector: LangfuseCollector, **overrides: Any) -> Settings:
+    """Settings with tracing on, pointed at the collector. The public key is unique per call: the SDK keeps
+    one client per public key for the life of the process, and a test must not reuse a shut-down one."""
+    return service_settings(
+        fake,
+        langfuse_public_key=f"pk-lf-test-{uuid.uuid4().hex[:12]}",
+        langfuse_secret_key=f"sk-lf-SECRET-{uuid.uuid4().hex}",
+        langfuse_base_url=collector.url,
+        langfuse_flush_interval=0.1,
+        **overrides,
+    )
+
+
+def write_note(root: Path, rel: str, meta: str, body: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\n{meta.strip()}\n---\n\n{body.strip()}\n", encoding="utf-8")
+    return path
+
+
+def sse_events(text: str) -> list[tuple[str, Any]]:
+    """Parse a Server-Sent Events body into (event, decoded JSON data) pairs."""
+    import json
+
+    events: list[tuple[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip():
+            continue
+        event, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
+        events.append((event, json.loads("\n".join(data)) if data else None))
+    return events
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllama]:
+    with FakeOllama() as fake:
+        yield fake
+
+
+@pytest.fixture
+def collector() -> Iterator[LangfuseCollector]:
+    with LangfuseCollector() as c:
+        yield c
+
+
+@pytest.fixture
+def service_vault(tmp_path: Path) -> Path:
+    """A writable copy of the bundled sample vault (public and private notes)."""
+    if not SAMPLE_VAULT.is_dir():
+        pytest.skip("the bundled vault/ is missing")
+    dest = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, dest)
+    return dest

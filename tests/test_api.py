@@ -1,0 +1,411 @@
+"""The HTTP API through a real uvicorn server on 127.0.0.1, with httpx and the fake Ollama."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from grasbot.vault import Vault
+from tests.fake_ollama import FakeOllama
+from tests.service_fixtures import *  # noqa: F403
+from tests.service_fixtures import SAMPLE_VAULT, RunningServer, run_server, service_settings, sse_events, write_note
+
+PUBLIC_COUNT = sum(1 for n in Vault.load(SAMPLE_VAULT).notes.values() if not n.is_private) if SAMPLE_VAULT.is_dir() else 0
+RUST = "Que sait-il faire en Rust ?"
+OFF_TOPIC = "Quel temps fait-il demain ?"
+
+
+@pytest.fixture(scope="module")
+def shared_fake() -> Iterator[FakeOllama]:
+    with FakeOllama() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def shared_server(shared_fake: FakeOllama) -> Iterator[RunningServer]:
+    if not SAMPLE_VAULT.is_dir():
+        pytest.skip("the bundled vault/ is missing")
+    with run_server(service_settings(shared_fake), SAMPLE_VAULT) as server:
+        yield server
+
+
+@pytest.fixture
+def fake(shared_fake: FakeOllama) -> FakeOllama:
+    shared_fake.reset()
+    return shared_fake
+
+
+@pytest.fixture
+def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client]:
+    shared_server.service.memory.clear()
+    with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
+        yield client
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- /ask -------------------------------------------------------------------------------------------
+def test_ask_grounded_answer(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(reply="Il écrit du Rust en production [rust].")
+    r = api.get("/ask", params={"q": RUST})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["response"] == "Il écrit du Rust en production [rust]."
+    assert body["grounded"] is True
+    assert body["model"] == "qwen3:8b"
+    assert body["vault_size"] == PUBLIC_COUNT
+    assert re.fullmatch(r"[0-9a-f]{32}", body["trace_id"])
+    first = body["sources"][0]
+    assert set(first) == {"slug", "title", "type", "score", "reasons", "url"}
+    assert first["slug"] == "rust" and first["type"] == "competence" and first["url"] == "/competences/rust"
+    assert first["reasons"] and first["score"] > 0
+    scores = [s["score"] for s in body["sources"]]
+    assert scores == sorted(scores, reverse=True)
+    by_type = {s["type"]: s for s in body["sources"]}
+    assert by_type["projet"]["url"] == f"/portfolio/{by_type['projet']['slug']}"
+    assert by_type["moc"]["url"] is None
+    # The prompt that reached the model: the top note in it, the question last, the documented options.
+    sent = fake.chat_requests()[-1]
+    assert sent["options"] == {"num_ctx": 8192, "num_predict": 1024, "temperature": 0.4}
+    assert sent["think"] is False and sent["keep_alive"] == "30m" and sent["stream"] is False
+    user = sent["messages"][-1]["content"]
+    assert "[rust]" in user and user.endswith(f"Question du visiteur : {RUST}")
+    assert "Server-Timing" in r.headers and "llm;dur=" in r.headers["Server-Timing"]
+
+
+def test_ask_off_topic_is_ungrounded(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(reply="Je ne peux parler que du parcours de l'auteur.")
+    body = api.get("/ask", params={"q": OFF_TOPIC}).json()
+    assert body["grounded"] is False
+    assert body["sources"] == []
+    user = fake.chat_requests()[-1]["messages"][-1]["content"]
+    assert "Aucune note du vault" in user and "###" not in user
+
+
+def test_think_block_never_reaches_the_visitor(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(reply="Réponse nette [rust].", think="je pèse le pour et le contre")
+    assert api.get("/ask", params={"q": RUST}).json()["response"] == "Réponse nette [rust]."
+    text = api.get("/ask/stream", params={"q": RUST}).text
+    assert "pèse" not in text and "think" not in text
+
+
+@pytest.mark.parametrize("q", ["", "   ", "\x00\x07\n\t", "\u200b\u202e"])
+def test_empty_question_is_400(api: httpx.Client, fake: FakeOllama, q: str) -> None:
+    r = api.get("/ask", params={"q": q})
+    assert r.status_code == 400
+    assert r.json()["error"] == "empty_question"
+    assert fake.chat_requests() == []
+
+
+def test_missing_question_is_400(api: httpx.Client) -> None:
+    r = api.get("/ask")
+    assert r.status_code == 400 and r.json()["error"] == "empty_question"
+
+
+def test_question_length_limit(api: httpx.Client, fake: FakeOllama) -> None:
+    r = api.get("/ask", params={"q": "a" * 2001})
+    assert r.status_code == 413
+    assert r.json() == {"error": "question_too_long", "message": "the question is longer than 2000 characters", "max_chars": 2000}
+    assert fake.chat_requests() == []
+    assert api.get("/ask", params={"q": "é" * 2000}).status_code == 200  # accented, percent-encoded: 18 KB URL
+    assert api.get("/ask/stream", params={"q": "a" * 2001}).status_code == 413
+
+
+def test_control_characters_are_stripped(api: httpx.Client, fake: FakeOllama) -> None:
+    r = api.get("/ask", params={"q": "Que sait-il\x00 faire\x1b[31m en\u202e Rust\t?\r\n"})
+    assert r.status_code == 200
+    user = fake.chat_requests()[-1]["messages"][-1]["content"]
+    assert user.endswith("Question du visiteur : Que sait-il faire[31m en Rust ?")
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202e]", user)
+
+
+@pytest.mark.parametrize("param", ["session_id", "user_id"])
+def test_bad_ids_are_422(api: httpx.Client, param: str) -> None:
+    r = api.get("/ask", params={"q": RUST, param: "x" * 201})
+    assert r.status_code == 422 and r.json()["error"] == f"invalid_{param}"
+    assert api.get("/ask", params={"q": RUST, param: "a b\n"}).status_code == 422
+
+
+def test_memory_is_per_session(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(reply="Première réponse sur Rust [rust].")
+    api.get("/ask", params={"q": RUST, "session_id": "alice"})
+    fake.script(reply="Suite.")
+    api.get("/ask", params={"q": "Et avec quels outils ?", "session_id": "alice"})
+    alice = fake.chat_requests()[-1]["messages"]
+    assert [m["role"] for m in alice] == ["system", "user", "assistant", "user"]
+    assert alice[1]["content"] == RUST and alice[2]["content"] == "Première réponse sur Rust [rust]."
+    api.get("/ask", params={"q": "Et avec quels outils ?", "session_id": "bob"})
+    bob = fake.chat_requests()[-1]["messages"]
+    assert [m["role"] for m in bob] == ["system", "user"]
+    assert "Première réponse" not in str(bob)
+    api.get("/ask", params={"q": "Et avec quels outils ?"})
+    assert len(fake.chat_requests()[-1]["messages"]) == 2  # no session: no memory
+
+
+def test_memory_keeps_the_last_four_turns(api: httpx.Client, fake: FakeOllama) -> None:
+    for i in range(6):
+        fake.script(reply=f"réponse {i}")
+        api.get("/ask", params={"q": f"{RUST} ({i})", "session_id": "long"})
+    messages = fake.chat_requests()[-1]["messages"]
+    assert [m["content"] for m in messages if m["role"] == "assistant"] == ["réponse 1", "réponse 2", "réponse 3", "réponse 4"]
+
+
+# -- /ask/stream ------------------------------------------------------------------------------------
+def test_stream_events(api: httpx.Client, fake: FakeOllama) -> None:
+    reply = "Aurèle écrit un collecteur en Rust [collecte-telemetrie-solaire] et des outils [rust]."
+    fake.script(reply=reply)
+    with api.stream("GET", "/ask/stream", params={"q": RUST, "session_id": "s"}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r.read().decode())
+    names = [e for e, _ in events]
+    assert names[0] == "sources" and names[-1] == "done"
+    assert set(names[1:-1]) == {"token"} and len(names) > 5
+    sources, done = events[0][1], events[-1][1]
+    assert sources["sources"][0]["slug"] == "rust" and sources["grounded"] is True
+    assert "".join(d["text"] for e, d in events if e == "token") == reply
+    assert done["response"] == reply
+    assert done["trace_id"] == sources["trace_id"]
+    assert done["sources"] == sources["sources"] and done["vault_size"] == PUBLIC_COUNT
+    assert fake.chat_requests()[-1]["stream"] is True
+
+
+def test_stream_error_mid_stream_closes_with_error_event(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(reply="Un début de réponse", error_mid_stream="llama runner process has terminated")
+    events = sse_events(api.get("/ask/stream", params={"q": RUST}).text)
+    names = [e for e, _ in events]
+    assert names[0] == "sources" and "token" in names and names[-1] == "error"
+    error = events[-1][1]
+    assert error["status"] == 502 and error["error"] == "llm_bad_response"
+    assert error["sources"] and error["trace_id"]
+    assert "llama runner" not in str(error)
+
+
+def test_failed_answer_is_not_remembered(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(fail_status=500)
+    api.get("/ask", params={"q": RUST, "session_id": "oops"})
+    fake.script(reply="ok")
+    api.get("/ask", params={"q": RUST, "session_id": "oops"})
+    assert len(fake.chat_requests()[-1]["messages"]) == 2
+
+
+# -- LLM failures -----------------------------------------------------------------------------------
+def test_unreachable_llm_is_503_with_sources() -> None:
+    settings = service_settings(None, ollama_url=f"http://127.0.0.1:{closed_port()}")
+    with run_server(settings, SAMPLE_VAULT) as server:
+        # A short client timeout: the answer must come quickly, not after the generation timeout.
+        with httpx.Client(base_url=server.url, timeout=httpx.Timeout(5.0), trust_env=False) as client:
+            started = time.monotonic()
+            r = client.get("/ask", params={"q": RUST})
+            waited = time.monotonic() - started
+            assert r.status_code == 503, waited
+            body = r.json()
+            assert body["error"] == "llm_unavailable"
+            assert body["sources"][0]["slug"] == "rust" and body["grounded"] is True and body["trace_id"]
+            events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
+            assert [e for e, _ in events] == ["sources", "error"] and events[-1][1]["status"] == 503
+            health = client.get("/health").json()
+            assert health["llm"]["reachable"] is False and health["status"] == "degraded"
+
+
+def test_slow_llm_is_504(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(delay=10.0)
+    with run_server(service_settings(fake_ollama, llm_timeout=0.4), SAMPLE_VAULT) as server:
+        client = server.client()
+        r = client.get("/ask", params={"q": RUST})
+        assert r.status_code == 504
+        assert r.json()["error"] == "llm_timeout" and r.json()["sources"]
+        events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
+        assert events[-1][0] == "error" and events[-1][1]["status"] == 504
+
+
+def test_llm_error_statuses(api: httpx.Client, fake: FakeOllama) -> None:
+    fake.script(fail_status=500, fail_message="out of memory")
+    r = api.get("/ask", params={"q": RUST})
+    assert r.status_code == 502 and r.json()["error"] == "llm_bad_response" and r.json()["sources"]
+    assert "out of memory" not in r.text
+    fake.script(empty=True)
+    r = api.get("/ask", params={"q": RUST})
+    assert r.status_code == 502 and r.json()["error"] == "llm_empty_answer"
+    fake.script(drop=True)
+    r = api.get("/ask", params={"q": RUST})
+    assert r.status_code == 502
+
+
+def test_unknown_model(fake_ollama: FakeOllama) -> None:
+    with run_server(service_settings(fake_ollama, llm_model="mistral:7b"), SAMPLE_VAULT) as server:
+        client = server.client()
+        r = client.get("/ask", params={"q": RUST})
+        assert r.status_code == 502 and r.json()["error"] == "llm_model_not_found"
+        health = client.get("/health").json()
+        assert health["llm"]["reachable"] is True and health["llm"]["model_available"] is False
+
+
+# -- /health, OpenAPI, CORS -------------------------------------------------------------------------
+def test_health(api: httpx.Client) -> None:
+    body = api.get("/health").json()
+    assert body["status"] == "ok"
+    assert body["vault"]["notes"] == body["vault_size"] == PUBLIC_COUNT
+    assert sum(body["vault"]["by_type"].values()) == PUBLIC_COUNT
+    assert body["llm"] == {"url": body["config"]["ollama_url"], "model": "qwen3:8b", "reachable": True, "model_available": True}
+    assert body["observability"] == {"langfuse_enabled": False}
+    assert body["config"]["search_top_k"] == 5 and body["config"]["ask_max_chars"] == 2000
+
+
+def test_health_shows_no_secret(fake_ollama: FakeOllama) -> None:
+    settings = service_settings(
+        fake_ollama,
+        reload_token="tok-VERY-SECRET-1",
+        langfuse_public_key="pk-lf-x",
+        langfuse_secret_key="sk-lf-VERY-SECRET-2",
+        ollama_url=fake_ollama.url.replace("http://", "http://admin:VERY-SECRET-3@"),
+    )
+    assert "VERY-SECRET" not in repr(settings)
+    with run_server(settings, SAMPLE_VAULT) as server:
+        client = server.client()
+        text = client.get("/health").text
+        assert "VERY-SECRET" not in text
+        assert '"reload_token_set":true' in text.replace(" ", "")
+        assert client.get("/ask", params={"q": RUST}).status_code == 200
+        assert client.post("/reload-vault", headers={"Authorization": "Bearer tok-VERY-SECRET-1"}).status_code == 200
+        assert "VERY-SECRET" not in server.logs.text()
+
+
+def test_openapi_and_docs(api: httpx.Client) -> None:
+    spec = api.get("/openapi.json").json()
+    assert {"/ask", "/ask/stream", "/health", "/reload-vault", "/feedback"} <= set(spec["paths"])
+    assert api.get("/docs").status_code == 200
+
+
+def test_unknown_route_is_json_404(api: httpx.Client) -> None:
+    r = api.get("/nope")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    assert api.delete("/ask").status_code == 405
+
+
+def test_cors_from_configuration(fake_ollama: FakeOllama) -> None:
+    settings = service_settings(fake_ollama, cors_origins=("https://site.example",))
+    with run_server(settings, SAMPLE_VAULT) as server:
+        client = server.client()
+        ok = client.get("/health", headers={"Origin": "https://site.example"})
+        assert ok.headers.get("access-control-allow-origin") == "https://site.example"
+        other = client.get("/health", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+        pre = client.options(
+            "/ask", headers={"Origin": "https://site.example", "Access-Control-Request-Method": "GET"}
+        )
+        assert pre.status_code == 200
+
+
+def test_no_cors_by_default(api: httpx.Client) -> None:
+    assert "access-control-allow-origin" not in api.get("/health", headers={"Origin": "https://site.example"}).headers
+
+
+# -- /feedback --------------------------------------------------------------------------------------
+def test_feedback_without_langfuse_is_accepted_but_not_recorded(api: httpx.Client) -> None:
+    trace_id = api.get("/ask", params={"q": RUST}).json()["trace_id"]
+    r = api.post("/feedback", json={"trace_id": trace_id, "value": 1, "comment": "utile"})
+    assert r.status_code == 200 and r.json() == {"recorded": False, "trace_id": trace_id}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"trace_id": "z" * 32, "value": 1},
+        {"trace_id": "abc", "value": 1},
+        {"trace_id": "a" * 32, "value": 2},
+        {"trace_id": "a" * 32},
+        {"trace_id": "a" * 32, "value": 1, "comment": "x" * 2001},
+    ],
+)
+def test_feedback_validation(api: httpx.Client, payload: dict[str, object]) -> None:
+    r = api.post("/feedback", json=payload)
+    assert r.status_code == 422
+    assert r.json()["error"] in {"invalid_request", "invalid_trace_id"}
+    assert "x" * 100 not in r.text  # the submitted value is not echoed
+
+
+# -- /reload-vault ----------------------------------------------------------------------------------
+def test_reload_reports_changes_and_swaps(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        client = server.client()
+        before = client.get("/health").json()["vault_size"]
+        rust = service_vault / "20-Competences" / "rust.md"
+        rust.write_text(rust.read_text(encoding="utf-8") + "\nMARQUEUR-APRES-RECHARGEMENT\n", encoding="utf-8")
+        (service_vault / "10-Projets" / "la-derniere-ecluse.md").unlink()
+        write_note(
+            service_vault,
+            "10-Projets/nouveau-projet.md",
+            "title: Nouveau projet\nslug: nouveau-projet\ntype: projet\nvisibility: public",
+            "Un nouveau projet.",
+        )
+        write_note(service_vault, "30-Parcours/prive-nouveau.md", "title: Secret\nslug: prive-nouveau\ntype: parcours\nvisibility: private", "x")
+        client.get("/ask", params={"q": RUST})
+        assert "MARQUEUR-APRES-RECHARGEMENT" not in fake_ollama.chat_prompts()[-1]  # not reloaded yet
+        r = client.post("/reload-vault")
+        assert r.status_code == 200
+        body = r.json()
+        assert body["status"] == "reloaded" and body["vault_version"] == 2
+        assert body["added"] == ["nouveau-projet"]
+        assert body["removed"] == ["la-derniere-ecluse"]
+        assert body["modified"] == ["rust"]
+        assert body["notes"] == before and body["problems"] == []
+        assert "prive-nouveau" not in r.text  # a private note is not even named
+        client.get("/ask", params={"q": RUST})
+        assert "MARQUEUR-APRES-RECHARGEMENT" in fake_ollama.chat_prompts()[-1]
+
+
+def test_reload_with_a_broken_note_keeps_serving(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        client = server.client()
+        broken = service_vault / "10-Projets" / "casse.md"
+        broken.write_text("---\ntitle: [non fermé\nslug: casse\n---\n\nCorps.\n", encoding="utf-8")
+        r = client.post("/reload-vault")
+        assert r.status_code == 200
+        problems = r.json()["problems"]
+        assert [p["path"] for p in problems] == ["10-Projets/casse.md"]
+        assert problems[0]["line"] >= 1 and problems[0]["code"]
+        assert "casse" not in r.json()["added"]  # unknown visibility: not served
+        assert client.get("/ask", params={"q": RUST}).status_code == 200
+
+
+def test_reload_of_a_missing_vault_keeps_the_old_one(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        client = server.client()
+        moved = service_vault.with_name("ailleurs")
+        service_vault.rename(moved)
+        r = client.post("/reload-vault")
+        assert r.status_code == 500 and r.json()["error"] == "reload_failed"
+        assert client.get("/ask", params={"q": RUST}).status_code == 200
+        assert client.get("/health").json()["vault"]["vault_version"] == 1
+
+
+def test_reload_token(fake_ollama: FakeOllama) -> None:
+    token = "s3cr3t-reload-token-XYZ"
+    with run_server(service_settings(fake_ollama, reload_token=token), SAMPLE_VAULT) as server:
+        client = server.client()
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}, {"Authorization": f"Basic {token}"}):
+            r = client.post("/reload-vault", headers=headers)
+            assert r.status_code == 401, headers
+            assert r.json()["error"] == "unauthorized" and r.headers["www-authenticate"] == "Bearer"
+            assert token not in r.text
+        assert client.post("/reload-vault", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert client.post("/reload-vault", headers={"Authorization": f"bearer {token}"}).status_code == 200
+        assert token not in server.logs.text()
+
+
+def test_server_binds_loopback_by_default() -> None:
+    from grasbot.cli import build_parser
+
+    args = build_parser().parse_args(["serve"])
+    assert args.host == "127.0.0.1" and args.port == 8000 and args.workers == 1

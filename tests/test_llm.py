@@ -1,0 +1,221 @@
+"""Generation through the official `ollama` client against the fake Ollama on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import pytest
+
+from grasbot.llm import (
+    Generation,
+    GenerationOptions,
+    LLMClient,
+    LLMEmptyAnswer,
+    LLMModelNotFound,
+    LLMResponseError,
+    LLMTimeout,
+    LLMUnavailable,
+    ThinkFilter,
+    strip_think,
+)
+from tests.fake_ollama import FakeOllama
+from tests.service_fixtures import *  # noqa: F403
+
+MESSAGES = [{"role": "system", "content": "règles"}, {"role": "user", "content": "Bonjour ?"}]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, timeout=30))
+
+
+async def _chat(client: LLMClient) -> Generation:
+    try:
+        return await client.chat(MESSAGES)
+    finally:
+        await client.aclose()
+
+
+async def _stream(client: LLMClient) -> tuple[list[str], Generation]:
+    result = Generation()
+    pieces: list[str] = []
+    try:
+        async for piece in client.stream_chat(MESSAGES, result):
+            pieces.append(piece)
+    finally:
+        await client.aclose()
+    return pieces, result
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(reply="Réponse sobre [bio].")
+    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert gen.text == "Réponse sobre [bio]."
+    body = fake_ollama.chat_requests()[-1]
+    assert body["model"] == "qwen3:8b"
+    assert body["stream"] is False
+    assert body["think"] is False  # top level, not inside options
+    assert body["keep_alive"] == "30m"
+    assert body["options"] == {"num_ctx": 8192, "num_predict": 1024, "temperature": 0.4}
+    assert body["messages"] == MESSAGES
+    assert gen.prompt_eval_count and gen.eval_count
+    assert gen.usage() == {"input": gen.prompt_eval_count, "output": gen.eval_count, "total": gen.prompt_eval_count + gen.eval_count}
+
+
+def test_options_are_overridable(fake_ollama: FakeOllama) -> None:
+    options = GenerationOptions(num_ctx=4096, num_predict=256, temperature=0.1, think=True, keep_alive="5m", extra={"top_p": 0.9})
+    run(_chat(LLMClient(fake_ollama.url, "qwen3:8b", options)))
+    body = fake_ollama.chat_requests()[-1]
+    assert body["options"] == {"num_ctx": 4096, "num_predict": 256, "temperature": 0.1, "top_p": 0.9}
+    assert body["think"] is True and body["keep_alive"] == "5m"
+
+
+def test_think_block_is_stripped(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(reply="La vraie réponse.", think="raisonnement caché")
+    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert gen.text == "La vraie réponse."
+    assert "raisonnement" in gen.raw and "raisonnement" not in gen.text
+    pieces, result = run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert "".join(pieces).strip() == "La vraie réponse."
+    assert "think" not in "".join(pieces)
+    assert result.text == "La vraie réponse."
+
+
+def test_stream_yields_the_whole_reply_and_counters(fake_ollama: FakeOllama) -> None:
+    reply = "Aurèle a construit un collecteur en Rust [collecte-telemetrie-solaire]. Il tourne en production."
+    fake_ollama.script(reply=reply)
+    pieces, result = run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert len(pieces) > 3
+    assert "".join(pieces) == reply
+    assert result.text == reply
+    assert result.done_reason == "stop"
+    assert result.eval_count == len(pieces)
+    assert fake_ollama.chat_requests()[-1]["stream"] is True
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_unknown_model_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
+    client = LLMClient(fake_ollama.url, "absent:1b")
+    with pytest.raises(LLMModelNotFound) as info:
+        run(_stream(client) if streamed else _chat(client))
+    assert info.value.status == 502
+    assert info.value.upstream_status == 404
+    assert "absent:1b" in (info.value.detail or "")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_http_error_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
+    fake_ollama.script(fail_status=500, fail_message="CUDA out of memory")
+    client = LLMClient(fake_ollama.url, "qwen3:8b")
+    with pytest.raises(LLMResponseError) as info:
+        run(_stream(client) if streamed else _chat(client))
+    assert info.value.upstream_status == 500
+    assert "CUDA" not in info.value.message  # upstream text stays in `detail`, for logs
+
+
+def test_error_line_mid_stream(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(reply="un début de réponse", error_mid_stream="model runner crashed")
+    got: list[str] = []
+
+    async def consume() -> None:
+        client = LLMClient(fake_ollama.url, "qwen3:8b")
+        try:
+            async for piece in client.stream_chat(MESSAGES, Generation()):
+                got.append(piece)
+        finally:
+            await client.aclose()
+
+    with pytest.raises(LLMResponseError) as info:
+        run(consume())
+    assert got == ["un"]
+    assert "crashed" in (info.value.detail or "")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_unreachable_server(streamed: bool) -> None:
+    client = LLMClient(f"http://127.0.0.1:{closed_port()}", "qwen3:8b", connect_timeout=1.0)
+    with pytest.raises(LLMUnavailable) as info:
+        run(_stream(client) if streamed else _chat(client))
+    assert info.value.status == 503
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_slow_server_times_out(fake_ollama: FakeOllama, streamed: bool) -> None:
+    fake_ollama.script(delay=5.0)
+    client = LLMClient(fake_ollama.url, "qwen3:8b", timeout=0.3)
+    with pytest.raises(LLMTimeout) as info:
+        run(_stream(client) if streamed else _chat(client))
+    assert info.value.status == 504
+
+
+def test_slow_stream_times_out_between_pieces(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(reply="un deux trois quatre", chunk_delay=2.0)
+    with pytest.raises(LLMTimeout):
+        run(_stream(LLMClient(fake_ollama.url, "qwen3:8b", timeout=0.5)))
+
+
+def test_dropped_connection_is_typed(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(drop=True)
+    with pytest.raises(LLMResponseError):
+        run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+
+
+def test_empty_answer_is_reported_as_empty_text(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(empty=True)
+    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert gen.text == ""
+    # An answer that is only a think block is empty too.
+    fake_ollama.script(reply="", think="tout le budget passé à réfléchir")
+    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert gen.text == "" and gen.raw
+    assert LLMEmptyAnswer("x").status == 502
+
+
+def test_probe(fake_ollama: FakeOllama) -> None:
+    async def probe(url: str, model: str) -> dict[str, Any]:
+        client = LLMClient(url, model)
+        try:
+            return await client.probe()
+        finally:
+            await client.aclose()
+
+    assert run(probe(fake_ollama.url, "qwen3:8b")) == {"reachable": True, "model_available": True}
+    assert run(probe(fake_ollama.url, "llama3:70b"))["model_available"] is False
+    down = run(probe(f"http://127.0.0.1:{closed_port()}", "qwen3:8b"))
+    assert down["reachable"] is False and down["error"] == "llm_unavailable"
+
+
+# -- the <think> filter -----------------------------------------------------------------------------
+CASES = [
+    ("<think>a</think>Bonjour", "Bonjour"),
+    ("<think>\nlong\nraisonnement\n</think>\n\nRéponse [x].", "Réponse [x]."),
+    ("Avant <think>milieu</think> après", "Avant  après"),
+    ("Pas de bloc, juste < et > et </b>.", "Pas de bloc, juste < et > et </b>."),
+    ("</think>Réponse après une fermeture orpheline", "Réponse après une fermeture orpheline"),
+    ("Réponse <think>jamais fermé", "Réponse"),
+    ("Texte qui finit par <thi", "Texte qui finit par <thi"),
+    ("a<think>x</think>b<think>y</think>c", "abc"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_strip_think(text: str, expected: str) -> None:
+    assert strip_think(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_think_filter_is_independent_of_how_the_text_is_cut(text: str, expected: str) -> None:
+    for cut in range(len(text) + 1):
+        f = ThinkFilter()
+        out = f.feed(text[:cut]) + f.feed(text[cut:]) + f.finish()
+        assert out.strip() == expected, (cut, out)
+    f = ThinkFilter()
+    out = "".join(f.feed(ch) for ch in text) + f.finish()
+    assert out.strip() == expected

@@ -1,0 +1,29 @@
+"""Helpers shared by the sub-commands: where the vault is, and how errors reach the user."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+class CliError(Exception):
+    """A problem the user can fix (bad path, bad option): printed as one line, exit code 2."""
+
+
+def add_vault_arguments(parser: argparse.ArgumentParser, positional: bool = True) -> None:
+    """`[PATH]` and `--vault PATH`; both optional (VAULT_DIR, then ./vault)."""
+    if positional:
+        parser.add_argument("path", nargs="?", metavar="PATH", help="the vault folder")
+    parser.add_argument("--vault", metavar="PATH", help="the vault folder (default: $VAULT_DIR, then ./vault)")
+
+
+def vault_path(args: argparse.Namespace) -> Path:
+    """The vault folder the user meant; CliError if it is missing or not a folder."""
+    given = getattr(args, "path", None) or getattr(args, "vault", None) or os.environ.get("VAULT_DIR") or "vault"
+    path = Path(given).expanduser()
+    if not path.exists():
+        raise CliError(f"vault not found: {path} (pass a folder as PATH or --vault, or set VAULT_DIR)")
+    if not path.is_dir():
+        raise CliError(f"not a folder: {path}")
+    return path

@@ -1,0 +1,99 @@
+"""`vaulttools ask`: what GrasBot would retrieve for a question, with scores, reasons and the prompt plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+
+NAME = "ask"
+HELP = "show which notes GrasBot would retrieve for a question, and why"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_vault_arguments(parser, positional=False)
+    parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
+    parser.add_argument("--json", action="store_true", help="print JSON (DESIGN §10) instead of a table")
+    parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
+
+
+def run(args: argparse.Namespace) -> int:
+    question = " ".join(args.question).strip()
+    if not question:
+        raise CliError("empty question: pass the question to ask, e.g. vaulttools ask \"C'est quoi push_swap ?\"")
+    if args.top_k < 1:
+        raise CliError(f"--top-k must be at least 1, got {args.top_k}")
+    root = vault_path(args)
+
+    from grasbot.context import plan_context
+    from grasbot.search import SearchIndex
+    from grasbot.vault import Vault
+
+    try:
+        vault = Vault.load(root)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise CliError(str(exc)) from None
+    index = SearchIndex.build(vault)
+    if index.size == 0:
+        raise CliError(f"no public note in {root}: nothing GrasBot could retrieve")
+    result = index.search(question, top_k=args.top_k)
+    plan = plan_context(result.hits)
+
+    if args.json:
+        payload = {
+            "query": result.query,
+            "grounded": result.grounded,
+            "results": [
+                {
+                    "slug": hit.id,
+                    "path": hit.note.path,
+                    "title": hit.note.title,
+                    "type": hit.note.type,
+                    "score": hit.score,
+                    "reasons": list(hit.reasons),
+                    "direct": hit.direct,
+                    "prompt": "cut" if context.truncated else "whole",
+                }
+                for hit, context in zip(result.hits, plan, strict=True)
+            ],
+        }
+        json.dump(payload, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not result.hits:
+        console.print(f"[bold]{question}[/bold]")
+        console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
+        return 0
+    table = Table(title=question, title_justify="left", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("slug", style="bold cyan", overflow="fold")
+    table.add_column("title", overflow="fold")
+    table.add_column("type")
+    table.add_column("score", justify="right")
+    table.add_column("prompt")
+    table.add_column("reasons", overflow="fold")
+    for rank, (hit, context) in enumerate(zip(result.hits, plan, strict=True), 1):
+        table.add_row(
+            str(rank),
+            hit.id,
+            hit.note.title,
+            hit.note.type or "-",
+            f"{hit.score:.2f}",
+            "cut" if context.truncated else "whole",
+            ", ".join(hit.reasons),
+        )
+    console.print(table)
+    verdict = (
+        "[green]grounded: yes[/green] (the notes above are credible sources)"
+        if result.grounded
+        else "[yellow]grounded: no[/yellow] (no note is a credible source: the bot is told not to invent facts)"
+    )
+    console.print(verdict)
+    return 0

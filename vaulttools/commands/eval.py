@@ -1,0 +1,101 @@
+"""`vaulttools eval`: run a question set against a vault and report retrieval quality and speed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+
+NAME = "eval"
+HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_vault_arguments(parser, positional=False)
+    parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
+    parser.add_argument("file", metavar="FILE.yaml", help="the question set (items: id, q, expect, grounded, kind)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
+
+    try:
+        questions = load_questions(args.file)
+    except QuestionSetError as exc:
+        raise CliError(str(exc)) from None
+    root = vault_path(args)
+
+    from grasbot.search import SearchIndex
+    from grasbot.vault import Vault
+
+    try:
+        vault = Vault.load(root)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise CliError(str(exc)) from None
+    index = SearchIndex.build(vault)
+    if index.size == 0:
+        raise CliError(f"no public note in {root}: nothing to evaluate")
+    unknown = unknown_expectations(questions, set(index.ids))
+    for question, note in unknown:
+        print(
+            f"vaulttools eval: warning: {args.file}: item {question.id}: expects `{note}`, which is no public note "
+            f"of {root}",
+            file=sys.stderr,
+        )
+    evaluate(questions[:3], index.search)  # warm the stem cache so the timing is the search alone
+    report = evaluate(questions, index.search)
+    summary = report.summary()
+
+    if args.json:
+        json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{args.file}[/bold] on {root}: {summary['items']} questions, {index.size} public notes")
+    table = Table(show_header=True)
+    table.add_column("set")
+    for name in ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded"):
+        table.add_column(name, justify="right")
+
+    def row(label: str, m: dict) -> list[str]:
+        def fmt(value: object) -> str:
+            return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+        return [
+            label,
+            str(m["items"]),
+            fmt(m["hit@1"]),
+            fmt(m["hit@5"]),
+            fmt(m["recall@5"]),
+            fmt(m["mrr"]),
+            fmt(m["offtopic_rejected"]),
+            fmt(m["ontopic_grounded"]),
+        ]
+
+    table.add_row(*row("all", summary))
+    for kind, metrics in summary.get("by_kind", {}).items():
+        table.add_row(*row(f"kind: {kind}", metrics))
+    console.print(table)
+    console.print(f"median search time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
+    misses = [
+        item
+        for item in report.items
+        if (item.question.expect and not item.hit1) or item.grounded != item.question.grounded
+    ]
+    if misses:
+        console.print("[bold]misses[/bold] (expected first / grounded verdict):")
+        for item in misses:
+            what = []
+            if item.question.expect and not item.hit1:
+                rank = item.rank
+                what.append(f"expected {', '.join(item.question.expect)}; got {item.results[:3]}" + (f", rank {rank}" if rank else ""))
+            if item.grounded != item.question.grounded:
+                what.append(f"grounded {str(item.grounded).lower()}, expected {str(item.question.grounded).lower()}")
+            console.print(f"  {item.question.id}: {item.question.q!r}: " + "; ".join(what), markup=False, highlight=False)
+    return 0

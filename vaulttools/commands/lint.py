@@ -1,0 +1,139 @@
+"""`vaulttools lint`: check every note against TAXONOMIE.md and the link graph; report for people or CI; fix safely."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+
+NAME = "lint"
+HELP = "check the vault's notes (frontmatter, taxonomy, links, retrieval) and fix what is safe to fix"
+
+#: Above this many notes, a progress bar is shown on a terminal.
+PROGRESS_MIN_NOTES = 500
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_vault_arguments(parser)
+    parser.add_argument("--taxonomy", metavar="FILE", help="the TAXONOMIE.md to use (default: VAULT/TAXONOMIE.md, "
+                        "then TAXONOMIE.md beside the vault)")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                        help="report format (default: text)")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what is left")
+    parser.add_argument("--diff", action="store_true",
+                        help="print the fixes as a unified diff and write nothing (exit 1 when there is one)")
+    parser.add_argument("--select", metavar="RULE,...", help="only these rules")
+    parser.add_argument("--ignore", metavar="RULE,...", help="not these rules")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are found")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache")
+    parser.add_argument("--output", metavar="FILE", help="write the report to FILE instead of standard output")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except CliError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # never a traceback: one line, exit 2
+        raise CliError(f"internal error: {type(exc).__name__}: {exc} (please report it)") from exc
+
+
+def _run(args: argparse.Namespace) -> int:
+    from grasbot.vault import Vault
+    from vaulttools.lint import apply_fixes, lint_vault, render
+    from vaulttools.lint.cache import LintCache
+    from vaulttools.lint.config import ConfigError, load_config, parse_rule_list
+    from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
+
+    root = vault_path(args)
+    try:
+        config = load_config(root).with_options(
+            select=parse_rule_list(args.select, "--select"), ignore=parse_rule_list(args.ignore, "--ignore")
+        )
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    taxonomy = None
+    found = find_taxonomy(root, Path(args.taxonomy) if args.taxonomy else None)
+    if found is not None:
+        try:
+            taxonomy = load_taxonomy(found)
+        except TaxonomyError as exc:
+            raise CliError(str(exc)) from None
+
+    try:
+        vault = Vault.load(root)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise CliError(str(exc)) from None
+    cache = None if args.no_cache or args.fix or args.diff else LintCache.open(root, taxonomy, config)
+
+    progress, stop = _progress(len(vault.notes))
+    try:
+        result = lint_vault(vault, taxonomy, config, cache=cache, progress=progress)
+    finally:
+        stop()
+    if cache is not None:
+        cache.save()
+
+    if args.diff:
+        fixes = apply_fixes(vault, result.diagnostics, taxonomy, config, write=False)
+        changed = [f for f in fixes if f.changed]
+        _write_output(args, "".join(f.diff() for f in changed))
+        count = sum(len(f.applied) for f in changed)
+        print(f"{count} fix{'es' if count != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''} "
+              f"(nothing written; run with --fix to apply)", file=sys.stderr)
+        return 0 if (args.exit_zero or not changed) else 1
+
+    failed = 0
+    if args.fix:
+        fixes = apply_fixes(vault, result.diagnostics, taxonomy, config, write=True)
+        written = [f for f in fixes if f.changed and f.error is None]
+        for f in fixes:
+            if f.error:
+                failed += 1
+                print(f"not fixed: {f.error}", file=sys.stderr)
+        count = sum(len(f.applied) for f in written)
+        print(f"Fixed {count} finding{'s' if count != 1 else ''} in {len(written)} "
+              f"file{'s' if len(written) != 1 else ''}.", file=sys.stderr)
+        if written:  # report what is left, from the files as they are now
+            for f in written:
+                vault.update_file(root / f.path)
+            result = lint_vault(vault, taxonomy, config)
+
+    color = args.format == "text" and not args.output and sys.stdout.isatty()
+    _write_output(args, render(result, args.format, color=color))
+    if args.exit_zero:
+        return 0
+    return 1 if (result.has_errors or failed) else 0
+
+
+def _write_output(args: argparse.Namespace, text: str) -> None:
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr for large vaults on a terminal; (callback, stop) — no-ops otherwise."""
+    if total < PROGRESS_MIN_NOTES or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("lint", total=total)
+    bar.start()
+
+    def update(done: int, total_: int) -> None:
+        bar.update(task, completed=done, total=total_)
+
+    return update, bar.stop

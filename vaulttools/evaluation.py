@@ -1,0 +1,203 @@
+"""Question sets and retrieval metrics for `vaulttools eval`.
+
+A question set is a YAML list (or a mapping with a `questions:` list) of items::
+
+    - id: push-swap-1            # optional: defaults to q1, q2, ... by position
+      q: "C'est quoi push_swap ?"
+      expect: [push-swap]        # ids of the notes that are a correct first source
+      grounded: true             # optional: false marks an off-topic question (default: true iff expect)
+      kind: direct               # optional: results are also reported by kind
+
+Metrics, over the items that have expectations: hit@1 (an expected note is first), hit@5 (one is in the
+top 5), recall@5 (share of the expected notes in the top 5), MRR (1 / rank of the first expected note, 0
+when none is in the results). Over the items marked `grounded: false`: the share answered ungrounded
+(`offtopic_rejected`); over the items marked grounded: the share answered grounded (`ontopic_grounded`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: How many results an item is judged on (hit@5, recall@5).
+DEPTH = 5
+
+
+class QuestionSetError(ValueError):
+    """A question file that cannot be used; the message names the file and the item."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    q: str
+    expect: tuple[str, ...]
+    grounded: bool
+    kind: str | None = None
+
+
+@dataclass(slots=True)
+class ItemResult:
+    question: Question
+    results: list[str]
+    grounded: bool
+    elapsed_ms: float
+
+    @property
+    def rank(self) -> int | None:
+        """1-based rank of the first expected note in the results, or None."""
+        for position, note in enumerate(self.results, 1):
+            if note in self.question.expect:
+                return position
+        return None
+
+    @property
+    def hit1(self) -> bool | None:
+        if not self.question.expect:
+            return None
+        return self.rank == 1
+
+    @property
+    def hit5(self) -> bool | None:
+        if not self.question.expect:
+            return None
+        rank = self.rank
+        return rank is not None and rank <= DEPTH
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.question.id,
+            "q": self.question.q,
+            "kind": self.question.kind,
+            "expect": list(self.question.expect),
+            "expect_grounded": self.question.grounded,
+            "results": self.results,
+            "grounded": self.grounded,
+            "hit1": self.hit1,
+            "hit5": self.hit5,
+        }
+
+
+@dataclass(slots=True)
+class Report:
+    items: list[ItemResult] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        out = _metrics(self.items)
+        times = [item.elapsed_ms for item in self.items]
+        out["ms_per_query"] = round(statistics.median(times), 4) if times else None
+        kinds = sorted({item.question.kind for item in self.items if item.question.kind})
+        if kinds:
+            out["by_kind"] = {kind: _metrics([i for i in self.items if i.question.kind == kind]) for kind in kinds}
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "items": [item.as_json() for item in self.items]}
+
+
+def _share(values: Sequence[bool]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _metrics(items: Sequence[ItemResult]) -> dict[str, Any]:
+    judged = [i for i in items if i.question.expect]
+    offtopic = [i for i in items if not i.question.grounded]
+    ontopic = [i for i in items if i.question.grounded]
+    recall = [
+        len(set(i.results[:DEPTH]) & set(i.question.expect)) / len(set(i.question.expect)) for i in judged
+    ]
+    rr = [(1.0 / i.rank) if i.rank else 0.0 for i in judged]
+    return {
+        "items": len(items),
+        "with_expect": len(judged),
+        "hit@1": _share([bool(i.hit1) for i in judged]),
+        "hit@5": _share([bool(i.hit5) for i in judged]),
+        "recall@5": round(sum(recall) / len(recall), 4) if recall else None,
+        "mrr": round(sum(rr) / len(rr), 4) if rr else None,
+        "offtopic": len(offtopic),
+        "offtopic_rejected": _share([not i.grounded for i in offtopic]),
+        "ontopic": len(ontopic),
+        "ontopic_grounded": _share([i.grounded for i in ontopic]),
+    }
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read a question file; QuestionSetError (naming the file and the item) when it is unusable."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise QuestionSetError(f"{path}: question file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionSetError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise QuestionSetError(f"{path}{where}: not valid YAML: {problem}") from None
+    if isinstance(data, dict) and "questions" in data:
+        data = data["questions"]
+    if not isinstance(data, list):
+        raise QuestionSetError(f"{path}: expected a list of questions (or a mapping with a `questions:` list)")
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for position, item in enumerate(data, 1):
+        label = f"{path}: item {position}"
+        if not isinstance(item, dict):
+            raise QuestionSetError(f"{label}: expected a mapping with `q:`, got {type(item).__name__}")
+        qid = item.get("id", f"q{position}")
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+            raise QuestionSetError(f"{label}: `id` must be a string")
+        qid = str(qid)
+        label = f"{path}: item {position} (id {qid})"
+        if qid in seen:
+            raise QuestionSetError(f"{label}: duplicate id")
+        seen.add(qid)
+        q = item.get("q", item.get("question"))
+        if not isinstance(q, str) or not q.strip():
+            raise QuestionSetError(f"{label}: `q` must be a non-empty string")
+        expect = item.get("expect", [])
+        if expect is None:
+            expect = []
+        if isinstance(expect, str):
+            expect = [expect]
+        if not isinstance(expect, list) or not all(isinstance(e, (str, int)) and not isinstance(e, bool) for e in expect):
+            raise QuestionSetError(f"{label}: `expect` must be a list of note ids")
+        grounded = item.get("grounded", bool(expect))
+        if not isinstance(grounded, bool):
+            raise QuestionSetError(f"{label}: `grounded` must be true or false")
+        if not grounded and expect:
+            raise QuestionSetError(f"{label}: an item with `grounded: false` cannot expect notes")
+        kind = item.get("kind")
+        if kind is not None and not isinstance(kind, str):
+            raise QuestionSetError(f"{label}: `kind` must be a string")
+        questions.append(Question(qid, q, tuple(str(e) for e in expect), grounded, kind))
+    if not questions:
+        raise QuestionSetError(f"{path}: no questions")
+    return questions
+
+
+def unknown_expectations(questions: Sequence[Question], known: set[str]) -> list[tuple[Question, str]]:
+    """(question, id) for every expected id that is no candidate note of the vault: a typo in the set."""
+    return [(q, e) for q in questions for e in q.expect if e not in known]
+
+
+def evaluate(questions: Sequence[Question], search: Callable[[str], Any], depth: int = DEPTH) -> Report:
+    """Run every question through `search` (a SearchIndex.search-like callable returning a SearchResult)
+    and time the search alone."""
+    report = Report()
+    for question in questions:
+        started = time.perf_counter()
+        result = search(question.q)
+        elapsed = (time.perf_counter() - started) * 1000.0
+        ids = [hit.id for hit in result.hits[:max(depth, DEPTH)]]
+        report.items.append(ItemResult(question, ids, bool(result.grounded), elapsed))
+    return report

@@ -1,0 +1,41 @@
+"""`vaulttools lint`: taxonomy-driven rules, broken links, CI report formats and lossless fixes.
+
+Public API (stable; the watcher, the TUI and users' scripts call these):
+
+- `lint_vault(vault, taxonomy, config, index=None, *, cache=None, progress=None) -> LintResult`
+- `lint_notes(vault, taxonomy, paths, config=None, index=None) -> list[Diagnostic]`
+- `apply_fixes(vault, diagnostics, taxonomy, config, *, write=True) -> list[FileFix]`
+- `load_config(vault_root) -> LintConfig`
+- `render(result, fmt) -> str` with `fmt` in `FORMATS` ("text", "json", "github", "sarif")
+- `Diagnostic`, `Severity`, `Fix`, `Edit`, `RULES` (rule metadata)
+"""
+
+from __future__ import annotations
+
+from vaulttools.lint.config import ConfigError, LintConfig, load_config
+from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
+from vaulttools.lint.engine import ENGINE_VERSION, LintResult, apply_fixes, lint_notes, lint_vault
+from vaulttools.lint.fixes import FileFix
+from vaulttools.lint.formats import FORMATS, render
+from vaulttools.lint.registry import RULE_NAMES, RULES, Rule
+
+__all__ = [
+    "ENGINE_VERSION",
+    "FORMATS",
+    "RULES",
+    "RULE_NAMES",
+    "ConfigError",
+    "Diagnostic",
+    "Edit",
+    "FileFix",
+    "Fix",
+    "LintConfig",
+    "LintResult",
+    "Rule",
+    "Severity",
+    "apply_fixes",
+    "lint_notes",
+    "lint_vault",
+    "load_config",
+    "render",
+]

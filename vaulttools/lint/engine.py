@@ -1,0 +1,251 @@
+"""Running the rules: a whole vault (`lint_vault`, for CI) or a few notes of a loaded vault (`lint_notes`, for the
+watcher and the TUI), and applying their fixes (`apply_fixes`).
+
+Typical use::
+
+    from grasbot.vault import Vault
+    from vaulttools.taxonomy import find_taxonomy, load_taxonomy
+    from vaulttools.lint import lint_vault, load_config
+
+    vault = Vault.load(root)
+    found = find_taxonomy(root)
+    result = lint_vault(vault, load_taxonomy(found) if found else None, load_config(root))
+    for d in result.diagnostics:
+        print(d.path, d.line, d.rule, d.message)
+
+Results are sorted (path, line, column, rule) and depend only on the files, the taxonomy, the configuration
+and today's date.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grasbot.notes import Note
+from vaulttools.lint.config import LintConfig
+from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
+from vaulttools.lint.registry import RULES
+from vaulttools.lint.rules import LintContext, checks
+from vaulttools.lint.rules.frontmatter import suppressed_rules
+
+if TYPE_CHECKING:
+    from grasbot.search import SearchIndex
+    from grasbot.vault import Vault
+    from vaulttools.lint.cache import LintCache
+
+__all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]
+
+#: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
+ENGINE_VERSION = "1"
+
+#: Rules checked by each vault-wide family (to skip a family, and its cost, when all its rules are off).
+_FAMILY_RULES: dict[str, frozenset[str]] = {}
+for _rule in RULES:
+    _FAMILY_RULES.setdefault(_rule.family, frozenset())
+    _FAMILY_RULES[_rule.family] = _FAMILY_RULES[_rule.family] | {_rule.name}
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class LintResult:
+    """The findings of one run over a vault."""
+
+    root: Path
+    notes: int  # notes linted
+    diagnostics: list[Diagnostic]
+    taxonomy: Path | None = None  # the TAXONOMIE.md used, or None (structural rules only)
+    notices: list[str] = field(default_factory=list)  # things the user should know (a rule that could not run)
+    fixes: list[FileFix] = field(default_factory=list)  # filled by `apply_fixes`
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {"error": 0, "warning": 0}
+        for diag in self.diagnostics:
+            counts[diag.severity.value] += 1
+        return counts
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+
+def _context(vault: Vault, taxonomy: Any, config: LintConfig, index: SearchIndex | None, today: _dt.date | None) -> LintContext:
+    return LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today(), index=index)
+
+
+def _keep(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
+    return config.enabled(diag.rule) and diag.rule not in suppressed
+
+
+def check_one_note(note: Note, ctx: LintContext) -> list[Diagnostic]:
+    """The note-local findings of one note (no cross-note rule), before select/ignore/suppression."""
+    note_checks, _ = checks()
+    out: list[Diagnostic] = []
+    for check in note_checks:
+        out.extend(check(note, ctx))
+    return out
+
+
+def _run(
+    vault: Vault,
+    taxonomy: Any,
+    config: LintConfig,
+    paths: Sequence[str],
+    index: SearchIndex | None,
+    today: _dt.date | None,
+    cache: LintCache | None,
+    progress: Progress | None,
+    notices: list[str],
+) -> list[Diagnostic]:
+    ctx = _context(vault, taxonomy, config, index, today)
+    _, vault_checks = checks()
+    found: list[Diagnostic] = []
+    total = len(paths)
+    for done, path in enumerate(paths, 1):
+        note = vault.notes.get(path)
+        if note is None:
+            continue
+        cached = cache.get(note) if cache is not None else None
+        if cached is None:
+            cached = check_one_note(note, ctx)
+            if cache is not None:
+                cache.put(note, cached)
+        found.extend(cached)
+        if progress is not None and (done % 200 == 0 or done == total):
+            progress(done, total)
+    path_list = list(paths)
+    for check in vault_checks:
+        family = check.__module__.rsplit(".", 1)[-1]
+        if not any(config.enabled(rule) for rule in _FAMILY_RULES.get(family, ())):
+            continue  # e.g. retrieval off: the index is never built
+        found.extend(check(ctx, path_list))
+    if ctx.index_error and config.enabled("answer-not-retrieved"):
+        notices.append(f"answer-not-retrieved did not run: the retrieval engine failed ({ctx.index_error})")
+    out = []
+    suppressed: dict[str, frozenset[str]] = {}
+    for diag in found:
+        if diag.path not in suppressed:
+            note = vault.notes.get(diag.path)
+            suppressed[diag.path] = suppressed_rules(note) if note is not None else frozenset()
+        if _keep(diag, config, suppressed[diag.path]):
+            out.append(diag)
+    out.sort(key=lambda d: d.sort_key)
+    return out
+
+
+def lint_vault(
+    vault: Vault,
+    taxonomy: Any = None,
+    config: LintConfig | None = None,
+    index: SearchIndex | None = None,
+    *,
+    today: _dt.date | None = None,
+    cache: LintCache | None = None,
+    progress: Progress | None = None,
+) -> LintResult:
+    """Lint every note of a loaded vault.
+
+    `taxonomy` is a `vaulttools.taxonomy.Taxonomy` or None (structural rules only). `index` is a
+    `grasbot.search.SearchIndex` already built on this vault, if the caller has one (else one is built when
+    `answer-not-retrieved` runs). `cache` (see `vaulttools.lint.cache`) skips the note-local checks of notes
+    whose content did not change. `progress(done, total)` is called as notes are checked.
+    """
+    config = config or LintConfig()
+    paths = [p for p in vault.notes if not config.excluded(p)]
+    notices: list[str] = []
+    diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices)
+    notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
+    return LintResult(
+        root=Path(vault.root),
+        notes=len(paths),
+        diagnostics=diagnostics,
+        taxonomy=getattr(taxonomy, "path", None),
+        notices=notices,
+    )
+
+
+def lint_notes(
+    vault: Vault,
+    taxonomy: Any,
+    paths: Iterable[str],
+    config: LintConfig | None = None,
+    index: SearchIndex | None = None,
+    *,
+    today: _dt.date | None = None,
+) -> list[Diagnostic]:
+    """Lint only the notes at `paths` (vault-relative) of an up-to-date vault, for the watcher and the TUI.
+
+    Cross-note rules still see the whole vault (a duplicate slug elsewhere is reported on these notes), but
+    findings are only reported on `paths`. After `vault.update_file(p)` returns a `LinkChange`, lint
+    ``change.changed | change.relinked`` to refresh every finding that may have moved.
+    """
+    config = config or LintConfig()
+    wanted = sorted({p for p in paths if p in vault.notes and not config.excluded(p)})
+    return _run(vault, taxonomy, config, wanted, index, today, None, None, [])
+
+
+def apply_fixes(
+    vault: Vault,
+    diagnostics: Iterable[Diagnostic],
+    taxonomy: Any = None,
+    config: LintConfig | None = None,
+    *,
+    write: bool = True,
+    today: _dt.date | None = None,
+    max_passes: int = 5,
+) -> list[FileFix]:
+    """Apply the safe fixes of `diagnostics` to their files; returns one `FileFix` per file with fixes.
+
+    Each file is re-read from disk, fixed in memory (then re-checked and re-fixed until nothing fixable is
+    left, at most `max_passes` times, so that a second run changes nothing), and, when `write` is true,
+    replaced atomically unless it changed on disk meanwhile (`FileFix.error` says so). With `write=False`
+    nothing is written: use `FileFix.diff()` to show what would change.
+    """
+    from grasbot.vault import read_note
+
+    config = config or LintConfig()
+    ctx = _context(vault, taxonomy, config, None, today)
+    by_path: dict[str, list[Diagnostic]] = {}
+    for diag in diagnostics:
+        if diag.fix is not None and config.enabled(diag.rule):
+            by_path.setdefault(diag.path, []).append(diag)
+    root = Path(vault.root)
+    results: list[FileFix] = []
+    for path in sorted(by_path):
+        try:
+            raw = (root / path).read_bytes()
+        except OSError as exc:
+            fix = FileFix(path=path, original=b"", fixed=b"")
+            fix.error = f"{path}: cannot read: {exc.strerror or exc}"
+            results.append(fix)
+            continue
+        result = fix_bytes(path, raw, by_path[path])
+        current = result.fixed
+        for _ in range(max_passes - 1):
+            if current == raw and result.applied == []:
+                break
+            note = read_note(path, current)
+            suppressed = suppressed_rules(note)
+            again = [d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)]
+            if not again:
+                break
+            step = fix_bytes(path, current, again)
+            if step.fixed == current:
+                break
+            result.applied += step.applied
+            result.skipped += step.skipped
+            current = step.fixed
+        result.fixed = current
+        if write and result.changed:
+            try:
+                write_fixed(root, result)
+            except Exception as exc:  # FileChangedError or an OS error: reported, never half-written
+                result.error = str(exc)
+        results.append(result)
+    return results

@@ -1,0 +1,518 @@
+"""Applying fixes without losing a byte: targeted text edits inside the frontmatter, checked by re-parsing.
+
+Why not dump the YAML again? Even ruamel.yaml's round-trip mode re-flows what it re-emits (indentation of
+sequences, spacing inside `[a,  b]`, line width, some quotes): that is exactly the class of data-loss bugs
+Obsidian Linter users report. So a fix here never re-emits YAML. It
+
+1. re-reads the file's bytes (the state on disk now, not the state the lint saw), keeps a UTF-8 BOM and
+   the line endings as they are, and splits off the frontmatter with the engine's own splitter;
+2. parses the frontmatter with ruamel.yaml (round-trip, quotes preserved) only to *locate* values: the
+   start of each key's value and of each list item;
+3. turns each `Edit` into a replacement of the few characters that hold that value (the item `"#Docker"`
+   becomes `"docker"` in the same quotes; `tags: foo` becomes `tags: [foo]`; a duplicate item's line or its
+   `, item` is removed; `slug: x` is inserted as a new line), checking first that the value is still what
+   the rule saw;
+4. re-parses the edited frontmatter and compares it with the data it must now hold (the old data with the
+   edits applied, same key order). If anything else differs, the file is left alone and the fix reported
+   as skipped.
+
+Everything outside the replaced characters, the body in particular, is copied unchanged, so byte equality
+of the rest holds by construction (and is tested). Files are written atomically (temporary file in the
+same folder + `os.replace`, file mode kept) and only if their digest is still the one read in step 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grasbot.frontmatter import split_frontmatter
+from vaulttools.lint.diagnostics import Diagnostic, Edit
+
+__all__ = [
+    "FileFix",
+    "FileChangedError",
+    "apply_edits_to_text",
+    "plan_file_fix",
+    "fix_bytes",
+    "write_fixed",
+    "unified_diff",
+    "digest_bytes",
+]
+
+_BOM = "\ufeff"
+
+
+class FileChangedError(Exception):
+    """The file changed on disk between the moment it was read and the moment the fix would replace it."""
+
+
+def digest_bytes(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class FileFix:
+    """The fixes for one file: its bytes before and after, what was fixed and what was not (and why)."""
+
+    path: str  # vault-relative
+    original: bytes
+    fixed: bytes
+    applied: list[Diagnostic] = field(default_factory=list)
+    skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)
+    error: str | None = None  # why the fixed bytes were not written (file changed on disk, OS error)
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+    def diff(self) -> str:
+        return unified_diff(self.path, self.original, self.fixed)
+
+
+# -- YAML helpers ------------------------------------------------------------------------------------
+
+
+def _ruamel():
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _plain(value: Any) -> Any:
+    """ruamel's round-trip objects as plain Python values (ordered), for comparisons."""
+    if isinstance(value, dict):
+        return [(str(k), _plain(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
+
+
+def _load(fm: str) -> Any:
+    """Parse frontmatter text with ruamel round-trip; raises on anything ruamel refuses (duplicate keys...)."""
+    return _ruamel().load(fm) if fm.strip() else None
+
+
+def _parses_as_string(snippet: str, value: str, flow: bool) -> bool:
+    """Does `snippet` read back as exactly the string `value`, written as a block value or a flow item?"""
+    import yaml
+
+    text = f"k: [{snippet}]\n" if flow else f"k: {snippet}\n"
+    try:
+        data = yaml.load(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return False
+    got = data.get("k") if isinstance(data, dict) else None
+    if flow:
+        return isinstance(got, list) and len(got) == 1 and got[0] == value
+    return got == value and isinstance(got, str)
+
+
+def render_scalar(value: Any, style: str, flow: bool) -> str:
+    """Write `value` as YAML in the quoting style of the text it replaces (`"`, `'` or plain)."""
+    if not isinstance(value, str):  # numbers (priority)
+        return json.dumps(value)
+    if style == "'" and "\n" not in value:
+        return "'" + value.replace("'", "''") + "'"
+    if style == '"':
+        return json.dumps(value, ensure_ascii=False)
+    if value and value == value.strip() and _parses_as_string(value, value, flow):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+# -- locating values in the frontmatter text ------------------------------------------------------
+
+
+class _Text:
+    """The frontmatter text with a line table, to turn ruamel's (line, column) into offsets."""
+
+    def __init__(self, fm: str) -> None:
+        self.fm = fm
+        self.starts = [0]
+        for i, ch in enumerate(fm):
+            if ch == "\n":
+                self.starts.append(i + 1)
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line] + col
+
+    def line_of(self, offset: int) -> int:
+        lo, hi = 0, len(self.starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def line_end(self, offset: int) -> int:
+        """Offset of the end of the line holding `offset`, before its `\\r\\n` / `\\n`."""
+        end = self.fm.find("\n", offset)
+        end = len(self.fm) if end < 0 else end
+        if end > 0 and self.fm[end - 1 : end] == "\r":
+            end -= 1
+        return end
+
+    def scalar_end(self, start: int, flow: bool) -> int | None:
+        """End offset (exclusive) of the scalar token starting at `start`; None for block scalars."""
+        fm = self.fm
+        ch = fm[start : start + 1]
+        if ch == '"':
+            i = start + 1
+            while i < len(fm):
+                if fm[i] == "\\":
+                    i += 2
+                    continue
+                if fm[i] == '"':
+                    return i + 1
+                i += 1
+            return None
+        if ch == "'":
+            i = start + 1
+            while i < len(fm):
+                if fm[i] == "'":
+                    if fm[i + 1 : i + 2] == "'":
+                        i += 2
+                        continue
+                    return i + 1
+                i += 1
+            return None
+        if ch in ("|", ">", "", "[", "{", "&", "*", "!"):
+            return None  # block scalar, nested collection, anchor, alias, tag: not a simple scalar
+        end = self.line_end(start)
+        i = start
+        while i < end:
+            c = fm[i]
+            if flow and c in ",]}":
+                break
+            if c == "#" and i > start and fm[i - 1] in " \t":
+                break
+            i += 1
+        while i > start and fm[i - 1] in " \t":
+            i -= 1
+        return i
+
+
+@dataclass(slots=True)
+class _Replacement:
+    start: int
+    end: int
+    text: str
+
+
+def _style(token: str) -> str:
+    return token[0] if token[:1] in ("'", '"') else ""
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+class _SkipEdit(Exception):
+    """This edit cannot be applied safely; the reason is the message."""
+
+
+def _locate_scalar(t: _Text, start: int, flow: bool, expected: Any) -> tuple[int, int, str]:
+    end = t.scalar_end(start, flow)
+    if end is None:
+        raise _SkipEdit("the value is a block scalar, a nested collection or an alias")
+    token = t.fm[start:end]
+    if t.line_of(start) != t.line_of(end):
+        raise _SkipEdit("the value spans several lines")
+    return start, end, token
+
+
+def _edits_for_field(t: _Text, data: Any, name: str, edits: Sequence[Edit], expected: dict[str, Any]) -> list[_Replacement]:
+    """Text replacements for every edit on one field, and the field's expected new value in `expected`."""
+    fm = t.fm
+    kinds = {e.kind for e in edits}
+    if "insert-key" in kinds:
+        (edit,) = [e for e in edits if e.kind == "insert-key"]
+        return _insert_key(t, data, edit, expected)
+    if name not in data:
+        raise _SkipEdit(f"`{name}` is no longer in the frontmatter")
+    value = data[name]
+    if "replace-value" in kinds:
+        (edit,) = [e for e in edits if e.kind == "replace-value"]
+        if _plain(value) != _plain(edit.old) or isinstance(value, (list, dict)):
+            raise _SkipEdit(f"`{name}` changed since it was checked")
+        line, col = data.lc.value(name)
+        start, end, token = _locate_scalar(t, t.offset(line, col), False, value)
+        new_text = render_scalar(edit.new, _style(token) if isinstance(edit.new, str) else "", False)
+        expected[name] = _plain(edit.new)
+        return [_Replacement(start, end, new_text)]
+
+    to_list = "to-list" in kinds
+    if to_list:
+        if isinstance(value, (list, dict)) or not isinstance(value, str):
+            raise _SkipEdit(f"`{name}` is no longer a single string")
+        line, col = data.lc.value(name)
+        starts = [t.offset(line, col)]
+        items = [value]
+        flow = False
+    else:
+        if not isinstance(value, list):
+            raise _SkipEdit(f"`{name}` is no longer a list")
+        items = list(value)
+        starts = [t.offset(*value.lc.item(i)) for i in range(len(value))]
+        flow = bool(value.fa.flow_style())
+
+    new_items: list[Any] = list(items)
+    dropped: set[int] = set()
+    replaced: dict[int, Any] = {}
+    for edit in edits:
+        if edit.kind == "to-list":
+            continue
+        i = edit.index if edit.index is not None else -1
+        if not 0 <= i < len(items) or _plain(items[i]) != _plain(edit.old):
+            raise _SkipEdit(f"item {i + 1} of `{name}` changed since it was checked")
+        if edit.kind == "replace-item":
+            replaced[i] = edit.new
+        elif edit.kind == "drop-item":
+            dropped.add(i)
+        else:
+            raise _SkipEdit(f"unknown edit {edit.kind}")
+    if len(dropped) >= len(items):
+        raise _SkipEdit(f"dropping every item of `{name}`")
+
+    out: list[_Replacement] = []
+    for i in dropped:
+        replaced.pop(i, None)  # a dropped duplicate needs no rewording
+    for i, start in enumerate(starts):
+        if i not in replaced and not (to_list and i == 0):
+            continue
+        s, e, token = _locate_scalar(t, start, flow, items[i])
+        if i in replaced:
+            new_items[i] = replaced[i]
+            inner = render_scalar(replaced[i], _style(token), flow or to_list)
+        else:
+            inner = token
+            if not _style(token) and not _parses_as_string(token, str(items[i]), True):
+                inner = json.dumps(str(items[i]), ensure_ascii=False)  # `a, b` or `x]` must be quoted in [ ]
+        out.append(_Replacement(s, e, f"[{inner}]" if to_list else inner))
+
+    for i in sorted(dropped):
+        start = starts[i]
+        s, e, _ = _locate_scalar(t, start, flow, items[i])
+        if flow:
+            if i > 0:  # remove ", item" back to the end of the previous item
+                prev_s, prev_e, _ = _locate_scalar(t, starts[i - 1], flow, items[i - 1])
+                if (i - 1) in dropped:
+                    raise _SkipEdit("adjacent duplicates: fixed one at a time")
+                out.append(_Replacement(prev_e, e, ""))
+            else:  # first item: remove "item, " up to the next item
+                out.append(_Replacement(s, starts[1], ""))
+        else:
+            line = t.line_of(s)
+            line_start = t.starts[line]
+            before = fm[line_start:s]
+            after = fm[e : t.line_end(e)]
+            if before.strip() != "-" or after.strip():
+                raise _SkipEdit("the duplicate item shares its line with a comment or another value")
+            nxt = t.starts[line + 1] if line + 1 < len(t.starts) else len(fm)
+            out.append(_Replacement(line_start, nxt, ""))
+    expected[name] = [_plain(v) for i, v in enumerate(new_items) if i not in dropped]
+    return out
+
+
+def _insert_key(t: _Text, data: Any, edit: Edit, expected: dict[str, Any]) -> list[_Replacement]:
+    name = edit.field
+    if name in data:
+        raise _SkipEdit(f"`{name}` is already present")
+    fm = t.fm
+    nl = _newline(fm)
+    keys = list(data.keys())
+    value_text = render_scalar(edit.new, "", False)
+    line_text = f"{name}: {value_text}{nl}"
+    if edit.after and edit.after in data:
+        at = keys.index(edit.after)
+        n_lines = len(t.starts)  # the frontmatter always ends with a newline: the last start is len(fm)
+        stop_line = data.lc.key(keys[at + 1])[0] if at + 1 < len(keys) else n_lines
+        first = data.lc.key(edit.after)[0]
+        last = first
+        # the value of `after` may continue on following lines; comments and blank lines before the next key
+        # belong to that key, so the new line goes right after the last content line of `after`
+        for ln in range(first, min(stop_line, n_lines)):
+            start = t.starts[ln]
+            content = fm[start : t.line_end(start)]
+            if content.strip() and not content.startswith("#"):
+                last = ln
+        insert_at = t.starts[last + 1] if last + 1 < n_lines else len(fm)
+        position = at + 1
+    else:
+        insert_at = 0
+        position = 0
+    new_keys = keys[:position] + [name] + keys[position:]
+    expected["__order__"] = new_keys
+    expected[name] = _plain(edit.new)
+    return [_Replacement(insert_at, insert_at, line_text)]
+
+
+def apply_edits_to_text(text: str, edits: Iterable[Edit]) -> tuple[str, list[Edit], list[tuple[Edit, str]]]:
+    """Apply `edits` to the frontmatter of a decoded note `text` (BOM removed).
+
+    Returns ``(new_text, applied, skipped)``; `skipped` pairs each edit not applied with the reason.
+    Everything outside the edited characters is kept as is; the result is verified by re-parsing.
+    """
+    edits = list(edits)
+    if not edits:
+        return text, [], []
+    where = split_frontmatter(text)
+    if where is None or where[1] < 0:
+        return text, [], [(e, "the file has no complete frontmatter") for e in edits]
+    fm_start, fm_end, _ = where
+    fm = text[fm_start:fm_end]
+    try:
+        data = _load(fm)
+    except Exception as exc:  # ruamel refuses more than PyYAML (duplicate keys...): never fix then
+        reason = f"the frontmatter cannot be edited safely ({type(exc).__name__})"
+        return text, [], [(e, reason) for e in edits]
+    if data is None or not hasattr(data, "lc") or not isinstance(data, dict):
+        return text, [], [(e, "the frontmatter is not a mapping") for e in edits]
+    t = _Text(fm)
+
+    by_field: dict[str, list[Edit]] = {}
+    for edit in edits:
+        by_field.setdefault(edit.field, []).append(edit)
+    replacements: list[_Replacement] = []
+    applied: list[Edit] = []
+    skipped: list[tuple[Edit, str]] = []
+    expected: dict[str, Any] = {}
+    for name in sorted(by_field):
+        group = by_field[name]
+        field_expected: dict[str, Any] = {}
+        try:
+            reps = _edits_for_field(t, data, name, group, field_expected)
+        except _SkipEdit as exc:
+            skipped += [(e, str(exc)) for e in group]
+            continue
+        except Exception as exc:  # a position ruamel did not give as expected: never guess
+            skipped += [(e, f"cannot locate the value ({type(exc).__name__})") for e in group]
+            continue
+        if "__order__" in field_expected and "__order__" in expected:
+            skipped += [(e, "one insertion at a time") for e in group]
+            continue
+        replacements += reps
+        expected.update(field_expected)
+        applied += group
+
+    if not replacements:
+        return text, [], skipped
+    replacements.sort(key=lambda r: (r.start, r.end))
+    for a, b in zip(replacements, replacements[1:]):
+        if b.start < a.end:
+            return text, [], skipped + [(e, "overlapping edits") for e in applied]
+    new_fm = fm
+    for rep in reversed(replacements):
+        new_fm = new_fm[: rep.start] + rep.text + new_fm[rep.end :]
+
+    # Verify: the new frontmatter must hold exactly the old data with the edits applied, in the same order.
+    want = dict(_plain(data))
+    order = expected.pop("__order__", list(want.keys()))
+    want.update(expected)
+    want_items = [(k, want[k]) for k in order]
+    try:
+        got = _plain(_load(new_fm))
+    except Exception:
+        got = None
+    if got != want_items:
+        return text, [], skipped + [(e, "the edited frontmatter did not read back as intended") for e in applied]
+    return text[:fm_start] + new_fm + text[fm_end:], applied, skipped
+
+
+# -- files ---------------------------------------------------------------------------------------------
+
+
+def plan_file_fix(root: Path, path: str, diagnostics: Sequence[Diagnostic]) -> FileFix:
+    """Read `root/path` now and compute its fixed bytes from the fixable `diagnostics` (nothing written)."""
+    return fix_bytes(path, (root / path).read_bytes(), diagnostics)
+
+
+def fix_bytes(path: str, raw: bytes, diagnostics: Sequence[Diagnostic]) -> FileFix:
+    """The fixed version of a note's bytes `raw` (BOM and line endings kept); nothing is written."""
+    result = FileFix(path=path, original=raw, fixed=raw)
+    fixable = [d for d in diagnostics if d.fix is not None]
+    if not fixable:
+        return result
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        result.skipped = [(d, "the file is not valid UTF-8") for d in fixable]
+        return result
+    bom = decoded.startswith(_BOM)
+    text = decoded[1:] if bom else decoded
+    edits: list[Edit] = []
+    owner: dict[int, Diagnostic] = {}
+    for diag in fixable:
+        for edit in diag.fix.edits:  # type: ignore[union-attr]
+            owner[id(edit)] = diag
+            edits.append(edit)
+    new_text, applied, skipped = apply_edits_to_text(text, edits)
+    applied_diags = {id(owner[id(e)]): owner[id(e)] for e in applied}
+    skipped_diags = {id(owner[id(e)]): (owner[id(e)], reason) for e, reason in skipped}
+    for key in list(applied_diags):
+        if key in skipped_diags:  # a diagnostic is fixed only if all its edits were applied
+            del applied_diags[key]
+    result.applied = sorted(applied_diags.values(), key=lambda d: d.sort_key)
+    result.skipped = sorted(skipped_diags.values(), key=lambda p: p[0].sort_key)
+    if new_text != text:
+        result.fixed = ((_BOM if bom else "") + new_text).encode("utf-8")
+    return result
+
+
+def write_fixed(root: Path, fix: FileFix) -> None:
+    """Replace the file with `fix.fixed`, atomically, only if it still holds `fix.original`.
+
+    Raises FileChangedError when the file changed since it was read (an editor saved meanwhile).
+    """
+    target = root / fix.path
+    if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
+        raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
+    mode = os.stat(target).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".vaulttools-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(fix.fixed)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        # last check as close to the rename as possible: never overwrite an editor's save
+        if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
+            raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def unified_diff(path: str, before: bytes, after: bytes) -> str:
+    """A unified diff of one file, as `git diff` would show it (`a/path`, `b/path`)."""
+    a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
+    b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}"))
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)

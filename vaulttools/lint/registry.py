@@ -1,0 +1,242 @@
+"""Every lint rule's metadata: its stable name, default severity, what it checks, why, an example and its fix.
+
+This table is the single source for the SARIF rule descriptors, `docs/rules.md` (see `render_rules_markdown`)
+and `--select`/`--ignore` validation. The checks themselves live in `vaulttools.lint.rules.<family>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vaulttools.lint.diagnostics import Severity
+
+__all__ = ["Rule", "RULES", "RULE_NAMES", "get_rule", "render_rules_markdown"]
+
+ERROR, WARNING = Severity.ERROR, Severity.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str  # stable kebab-case id
+    family: str  # frontmatter | vocabulary | slugs | links | retrieval
+    severity: Severity  # default; closed/open vocabularies and the configuration may change it
+    summary: str  # one line: what is wrong
+    why: str  # why it matters for GrasBot / Obsidian
+    example: str  # a frontmatter or body snippet that triggers it
+    fix: str | None  # what `--fix` does, or None when the fix needs a human
+    fixed: str | None = None  # the example after `--fix`
+    needs_taxonomy: bool = False  # only active when the vault has a TAXONOMIE.md
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "frontmatter-invalid", "frontmatter", ERROR,
+        "The file cannot be read as a note: YAML error, no closing `---`, not a mapping, not UTF-8, binary.",
+        "A note whose frontmatter does not parse loses every signal (aliases, answers, domains): retrieval "
+        "skips or degrades it.",
+        "---\ntitle: Push swap\naliases: [push swap\n---", None,
+    ),
+    Rule(
+        "field-missing", "frontmatter", ERROR,
+        "A field the taxonomy requires is absent.",
+        "Retrieval scores notes on their frontmatter; a note without its `slug` or `domains` is hard to find.",
+        "---\ntitle: Push swap\ntype: projet\n---   # in push-swap.md, no slug",
+        "Only a missing `slug`: insert `slug: <file name>` after `title`.",
+        "---\ntitle: Push swap\nslug: push-swap\ntype: projet\n---", needs_taxonomy=True,
+    ),
+    Rule(
+        "field-type", "frontmatter", ERROR,
+        "A known field has the wrong type: a string where a list is expected, text where a number is expected, "
+        "a list where a string is expected.",
+        "The engine reads a wrong-typed field as empty: `aliases: push swap` is one alias at best, and "
+        "`priority: high` gives no boost.",
+        "aliases: push swap\npriority: \"5\"",
+        "Wrap a lone scalar in a list (keeping its quotes); turn a quoted whole number into a number.",
+        "aliases: [push swap]\npriority: 5",
+    ),
+    Rule(
+        "type-value", "vocabulary", WARNING,
+        "`type` is not one of the note types (projet, competence, parcours, moc, technique, plus those the "
+        "taxonomy adds).",
+        "Answers prefer `type: parcours` notes for biography and the API builds source URLs from the type.",
+        "type: Projet", "When the value differs from a known type only by case or accents: write the known type.",
+        "type: projet", needs_taxonomy=True,
+    ),
+    Rule(
+        "visibility-value", "frontmatter", ERROR,
+        "`visibility` is neither `public` nor `private` (or the values the taxonomy lists).",
+        "An unknown value is treated as private (fail closed): the note silently disappears from the bot.",
+        "visibility: Public", "When the value differs from a known one only by case or spaces: write it.",
+        "visibility: public",
+    ),
+    Rule(
+        "unknown-domain", "vocabulary", ERROR,
+        "A `domains` value is not in the taxonomy's list (error when the list is closed, warning otherwise).",
+        "Domains are matched against the visitor's question; an unlisted domain never matches and splits the "
+        "vocabulary.",
+        "domains: [IA, devop]",
+        "When the value equals a listed one after folding case, accents, `#` and spaces: write the listed one. "
+        "Otherwise the message suggests the closest listed value.",
+        "domains: [ia, devop]   # devop: did you mean devops?", needs_taxonomy=True,
+    ),
+    Rule(
+        "unknown-tag", "vocabulary", WARNING,
+        "A `tags` value is not in the taxonomy's list (error when the list is closed, warning otherwise).",
+        "Tags are scoring signals; a tag only one note uses adds noise. Add it to TAXONOMIE.md first, or use a "
+        "listed one.",
+        "tags: [tris]", None, "tags: [tri]   # by hand, as suggested", needs_taxonomy=True,
+    ),
+    Rule(
+        "tag-format", "vocabulary", WARNING,
+        "A tag starts with `#`, contains spaces, or has capitals.",
+        "Obsidian reads frontmatter tags without `#` and without spaces, case-insensitively; the taxonomy's tags "
+        "are lower-case kebab-case. Variants split one tag in several.",
+        "tags: [\"#Docker\", Machine Learning]",
+        "Lower-case, drop the `#`, spaces and underscores become `-`.",
+        "tags: [\"docker\", machine-learning]",
+    ),
+    Rule(
+        "duplicate-item", "frontmatter", WARNING,
+        "The same value appears twice in a list field.",
+        "Duplicates count twice in scoring signals and inflate the count rules.",
+        "aliases:\n  - push swap\n  - push swap", "Remove the later copies.", "aliases:\n  - push swap",
+    ),
+    Rule(
+        "domains-count", "vocabulary", ERROR,
+        "The number of `domains` is outside the taxonomy's bounds (\"entre 1 et 4 domaines\").",
+        "Too many domains make a note match everything; none makes it match nothing.",
+        "domains: [algorithmique, c, cpp, systeme, reseau]", None, needs_taxonomy=True,
+    ),
+    Rule(
+        "aliases-count", "vocabulary", WARNING,
+        "The number of `aliases` is outside the taxonomy's bounds (\"Entre 3 et 12 aliases\").",
+        "Too few aliases miss visitors' wordings; too many add noise to scoring.",
+        "aliases: [push swap]", None, needs_taxonomy=True,
+    ),
+    Rule(
+        "answers-count", "vocabulary", WARNING,
+        "The number of `answers` is outside the taxonomy's bounds (\"2 à 6 answers\").",
+        "Answers are the strongest retrieval signal; one is too little, a dozen dilutes the note's focus.",
+        "answers:\n  - Parle-moi de push_swap", None, needs_taxonomy=True,
+    ),
+    Rule(
+        "priority-range", "vocabulary", ERROR,
+        "`priority` is outside the taxonomy's range (\"Entier de 1 à 10\").",
+        "Priority is a light scoring boost, (p − 5) × 0.3: out-of-range values distort rankings.",
+        "priority: 15", None,
+    ),
+    Rule(
+        "updated-date", "frontmatter", WARNING,
+        "`updated` is not a date (YYYY-MM-DD) or lies in the future.",
+        "Readers and tools sort by it; a wrong date hides what changed recently.",
+        "updated: 22/04/2026", None,
+    ),
+    Rule(
+        "slug-mismatch", "slugs", ERROR,
+        "`slug` differs from the file name without `.md`.",
+        "Links are written `[[slug]]` but resolve by file name: a slug that differs breaks them, and the "
+        "note's id and URL disagree.",
+        "slug: pushswap   # in push-swap.md", None,
+    ),
+    Rule(
+        "slug-duplicate", "slugs", ERROR,
+        "Several notes have the same `slug`.",
+        "The slug is the note's id in sources and URLs: two notes with one id cannot both be cited.",
+        "slug: libft   # in 10-Projets/libft.md and in 50-Technique/libft.md", None,
+    ),
+    Rule(
+        "alias-duplicate", "slugs", WARNING,
+        "The same alias (case- and accent-folded) appears on several notes.",
+        "An alias is a +10 signal: shared, it makes retrieval ambiguous between those notes.",
+        "aliases: [algo]   # in push-swap.md and in impression-3d.md", None,
+    ),
+    Rule(
+        "broken-link", "links", ERROR,
+        "A wikilink or markdown link points to no file of the vault.",
+        "The bot cannot follow it (graph expansion) and neither can a reader. The message names the likely "
+        "target: the note that has this text as an alias, or the closest note name.",
+        "[[MOC-3d]]", None, "[[MOC-3d]]   # did you mean [[MOC-Competences]]? (by hand)",
+    ),
+    Rule(
+        "broken-anchor", "links", WARNING,
+        "The link's note exists but the `#Heading` or `#^block-id` is not in it.",
+        "The link opens the note at the top instead of the section meant.",
+        "[[push-swap#Algorithme]]   # push-swap.md has no such heading", None,
+    ),
+    Rule(
+        "ambiguous-link", "links", WARNING,
+        "Several files share the link's name; the nearest one is used.",
+        "Moving a note can silently change where the link goes. Write the path: `[[folder/Name]]`.",
+        "[[index]]   # a/index.md and b/index.md", None,
+    ),
+    Rule(
+        "private-link", "links", ERROR,
+        "A public note links to a private one.",
+        "The link shows the private note's name in public text and points the bot at a note it must never use.",
+        "[[journal-perso]]   # journal-perso.md has visibility: private", None,
+    ),
+    Rule(
+        "answer-not-retrieved", "retrieval", WARNING,
+        "A question in the note's own `answers` does not bring the note into the top 3 of the real retrieval "
+        "engine.",
+        "The author learns the vault will not answer that question from this note: strengthen aliases, title "
+        "or body, or move the question to the note that does come first.",
+        "answers:\n  - Quel est son parcours ?   # bio-fernand.md comes first, this note 5th", None,
+    ),
+    Rule(
+        "unknown-rule", "frontmatter", WARNING,
+        "`vaulttools-ignore` names a rule that does not exist.",
+        "A misspelt suppression suppresses nothing.",
+        "vaulttools-ignore: [answers-cont]", None,
+    ),
+)
+
+RULE_NAMES: tuple[str, ...] = tuple(rule.name for rule in RULES)
+_BY_NAME = {rule.name: rule for rule in RULES}
+
+
+def get_rule(name: str) -> Rule:
+    return _BY_NAME[name]
+
+
+def render_rules_markdown() -> str:
+    """The rule reference (`docs/rules.md`), generated from this table so it never drifts."""
+    out = [
+        "# Lint rules",
+        "",
+        "<!-- Generated from vaulttools/lint/registry.py by "
+        "`python -m vaulttools.lint.registry > docs/rules.md`; do not edit by hand. -->",
+        "",
+        "`vaulttools lint` checks every note of the vault. Each rule has a stable name (use it with `--select`, "
+        "`--ignore`, the configuration and `vaulttools-ignore`), a default severity, and, when it is safe, an "
+        "automatic fix applied by `--fix` (preview with `--diff`). Rules marked *taxonomy* run only when the vault "
+        "has a `TAXONOMIE.md`; severities of `unknown-domain`, `unknown-tag` and `type-value` follow the list: "
+        "**error** for a closed list (\"Liste fermée\"), **warning** for an open one.",
+        "",
+        "| rule | severity | fix | taxonomy | what |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in RULES:
+        summary = rule.summary.replace("|", "\\|")
+        out.append(
+            f"| [`{rule.name}`](#{rule.name}) | {rule.severity.value} | {'yes' if rule.fix else '—'} | "
+            f"{'yes' if rule.needs_taxonomy else '—'} | {summary} |"
+        )
+    for rule in RULES:
+        out += ["", f"## {rule.name}", "", f"*{rule.family}, {rule.severity.value} by default"
+                + (", needs a taxonomy" if rule.needs_taxonomy else "") + ".*", "",
+                f"**What.** {rule.summary}", "", f"**Why.** {rule.why}", "", "**Example.**", "", "```",
+                rule.example, "```", ""]
+        if rule.fix:
+            out += [f"**Fix (`--fix`).** {rule.fix}", ""]
+        else:
+            out += ["**Fix.** By hand: the message says what to change.", ""]
+        if rule.fixed:
+            out += ["```", rule.fixed, "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    sys.stdout.write(render_rules_markdown())

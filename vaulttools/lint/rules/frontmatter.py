@@ -1,0 +1,241 @@
+"""Structural checks of one note's frontmatter: it parses, fields have the right type, the required ones are
+there, `visibility` and `updated` hold sensible values, list items are not repeated, suppressions name real rules.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterator
+from typing import Any
+
+from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note
+from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
+from vaulttools.lint.registry import RULE_NAMES
+from vaulttools.lint.rules import (
+    LintContext,
+    did_you_mean,
+    fold,
+    frontmatter_start,
+    item_span,
+    key_span,
+    make,
+    raw_items,
+    value_span,
+)
+
+#: Problem codes of `grasbot.notes.Problem` that make a file unreadable as a note. `no-frontmatter` and
+#: `empty` are not defects of a plain Obsidian note: field-missing covers them where a taxonomy asks for fields.
+INVALID_CODES = frozenset({"yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter"})
+
+#: The frontmatter key holding per-note suppressions (documented in docs/rules.md).
+IGNORE_KEY = "vaulttools-ignore"
+
+DEFAULT_VISIBILITY = ("public", "private")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return "a date"
+    return "empty" if value is None else type(value).__name__
+
+
+def _fold_item(name: str, value: str) -> str:
+    """The form under which two items of `name` count as the same (retrieval compares folded words)."""
+    if name in ("tags", "domains"):
+        # compared to the taxonomy folded: `IA` and `ia` are one domain, the second copy is redundant
+        return fold(value.lstrip("#").replace("_", "-")).replace(" ", "-")
+    # aliases and answers: spelling variants (`GrasBot`/`grasbot`, `école`/`ecole`) are deliberate
+    # (TAXONOMIE.md asks for them), so only exact repeats count
+    return value.strip()
+
+
+def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    for problem in note.problems:
+        if problem.code in INVALID_CODES:
+            yield make(
+                ctx, note, _point(problem.line, problem.column), "frontmatter-invalid",
+                f"{problem.message}; fix the frontmatter so the note's fields are read",
+            )
+    meta = note.meta
+    if not note.has_frontmatter or not isinstance(meta, dict):
+        yield from _missing(note, ctx)
+        return
+    yield from _missing(note, ctx)
+    yield from _types(note, ctx)
+    yield from _visibility(note, ctx)
+    yield from _updated(note, ctx)
+    yield from _duplicates(note, ctx)
+    yield from _suppressions(note, ctx)
+
+
+def _point(line: int, column: int) -> Any:
+    from grasbot.notes import Span
+
+    return Span(line, column, line, column + 1)
+
+
+def _missing(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    taxonomy = ctx.taxonomy
+    if taxonomy is None or not taxonomy.required:
+        return
+    if any(p.code in INVALID_CODES for p in note.problems):
+        return  # unreadable: every field would look missing
+    for name in taxonomy.required:
+        value = note.meta.get(name)
+        if value not in (None, "", []):
+            continue
+        fix = None
+        if name == "slug" and note.has_frontmatter and name not in note.meta:
+            after = "title" if "title" in note.meta else None
+            fix = Fix(f"insert `slug: {note.stem}`", (Edit("insert-key", "slug", new=note.stem, after=after),))
+        where = key_span(note, name) if name in note.meta else frontmatter_start(note)
+        hint = f"add `slug: {note.stem}` (the file name)" if name == "slug" else f"add `{name}:`"
+        yield make(ctx, note, where, "field-missing",
+                   f"required field `{name}` is missing (TAXONOMIE.md requires it): {hint}", fix)
+
+
+def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    meta = note.meta
+    for name in LIST_FIELDS:
+        if name not in meta:
+            continue
+        value = meta[name]
+        if value is None:
+            continue  # an empty property, as Obsidian writes it: an empty list
+        if isinstance(value, str):
+            if not value.strip():
+                continue
+            fix = Fix(f"wrap the value of `{name}` in a list", (Edit("to-list", name, old=value),))
+            yield make(ctx, note, item_span(note, name, 0), "field-type",
+                       f"`{name}` is a string but must be a list: write `{name}: [{value.strip()}]` "
+                       f"or one `- item` per line", fix)
+        elif not isinstance(value, list):
+            yield make(ctx, note, value_span(note, name), "field-type",
+                       f"`{name}` is {_kind(value)} but must be a list of strings: one `- item` per line")
+        else:
+            for i, item in enumerate(value):
+                if isinstance(item, str) or (isinstance(item, (int, float)) and not isinstance(item, bool)):
+                    continue
+                yield make(ctx, note, item_span(note, name, i), "field-type",
+                           f"item {i + 1} of `{name}` is {_kind(item)}, not a string: quote it or remove it")
+    for name in STR_FIELDS:
+        value = meta.get(name)
+        if name not in meta or value is None or isinstance(value, str):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            continue  # `title: 2048` reads fine as text
+        yield make(ctx, note, value_span(note, name), "field-type",
+                   f"`{name}` is {_kind(value)} but must be a single string: write `{name}: text`")
+    if "priority" in meta and meta["priority"] is not None:
+        value = meta["priority"]
+        if isinstance(value, bool) or not isinstance(value, int):
+            fix = None
+            text = value.strip() if isinstance(value, str) else ""
+            if text.lstrip("-").isdigit():
+                fix = Fix(f"write `priority: {int(text)}` as a number",
+                          (Edit("replace-value", "priority", old=value, new=int(text)),))
+                message = f"`priority` is the text {value!r}, not a number: write `priority: {int(text)}` without quotes"
+            else:
+                message = f"`priority` is {_kind(value)} ({value!r}) but must be a whole number, e.g. `priority: 5`"
+            yield make(ctx, note, value_span(note, "priority"), "field-type", message, fix)
+
+
+def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    value = note.meta.get("visibility")
+    if value is None or not isinstance(value, str):
+        return
+    vocabulary = ctx.taxonomy.vocabularies.get("visibility") if ctx.taxonomy is not None else None
+    allowed = tuple(vocabulary.values) if vocabulary and vocabulary.values else DEFAULT_VISIBILITY
+    if value in allowed:
+        return
+    matches = [a for a in allowed if fold(a) == fold(value)]
+    span = value_span(note, "visibility")
+    if len(matches) == 1:
+        fix = Fix(f"write `visibility: {matches[0]}`",
+                  (Edit("replace-value", "visibility", old=value, new=matches[0]),))
+        yield make(ctx, note, span, "visibility-value",
+                   f"`visibility: {value}` is not a known value (read as private); write `{matches[0]}`", fix)
+        return
+    guess = did_you_mean(value, allowed)
+    hint = f"did you mean `{guess}`? " if guess else ""
+    yield make(ctx, note, span, "visibility-value",
+               f"`visibility: {value}` is not one of {', '.join(allowed)}: the note is treated as private and "
+               f"the bot will not use it; {hint}write one of {', '.join(allowed)}")
+
+
+def _updated(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    if "updated" not in note.meta or note.meta["updated"] is None:
+        return
+    value = note.meta["updated"]
+    span = value_span(note, "updated")
+    date: _dt.date | None = None
+    if isinstance(value, _dt.datetime):
+        date = value.date()
+    elif isinstance(value, _dt.date):
+        date = value
+    elif isinstance(value, str):
+        try:
+            date = _dt.date.fromisoformat(value.strip())
+        except ValueError:
+            date = None
+    if date is None:
+        yield make(ctx, note, span, "updated-date",
+                   f"`updated: {value}` is not a date: write it as YYYY-MM-DD, e.g. `updated: {ctx.today.isoformat()}`")
+    elif date > ctx.today:
+        yield make(ctx, note, span, "updated-date",
+                   f"`updated: {date.isoformat()}` is in the future (today is {ctx.today.isoformat()}): "
+                   f"write the date of the last real edit")
+
+
+def _duplicates(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    for name in LIST_FIELDS:
+        value = note.meta.get(name)
+        if not isinstance(value, list):
+            continue
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                continue
+            key = _fold_item(name, item)
+            if key not in seen:
+                seen[key] = i
+                continue
+            first = seen[key]
+            fix = Fix(f"remove the repeated item {i + 1} of `{name}`",
+                      (Edit("drop-item", name, index=i, old=item),))
+            yield make(ctx, note, item_span(note, name, i), "duplicate-item",
+                       f"`{item}` repeats item {first + 1} of `{name}` ({value[first]!r}): remove it", fix)
+
+
+def _suppressions(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    if IGNORE_KEY not in note.meta:
+        return
+    for i, item in enumerate(raw_items(note, IGNORE_KEY)):
+        if not isinstance(item, str) or item in RULE_NAMES or item == "all":
+            continue
+        guess = did_you_mean(item, RULE_NAMES)
+        hint = f"did you mean `{guess}`?" if guess else "see docs/rules.md for the rule names"
+        yield make(ctx, note, item_span(note, IGNORE_KEY, i), "unknown-rule",
+                   f"`{IGNORE_KEY}` names `{item}`, which is no rule: it suppresses nothing; {hint}")
+
+
+def suppressed_rules(note: Note) -> frozenset[str]:
+    """The rules a note turns off for itself with `vaulttools-ignore: [rule, ...]` (`all` for every rule)."""
+    value = note.meta.get(IGNORE_KEY) if isinstance(note.meta, dict) else None
+    if value is None:
+        return frozenset()
+    items = value if isinstance(value, list) else [value]
+    names = {item.strip() for item in items if isinstance(item, str)}
+    if "all" in names or value is True:
+        return frozenset(RULE_NAMES) - {"frontmatter-invalid", "unknown-rule"}
+    return frozenset(names)

@@ -1,0 +1,111 @@
+"""Link checks, on the vault engine's own resolutions (a broken link here is exactly one the bot cannot follow):
+broken-link, broken-anchor, ambiguous-link, private-link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from grasbot.notes import LinkStatus, Note, Resolution
+from vaulttools.lint.diagnostics import Diagnostic
+from vaulttools.lint.rules import LintContext, did_you_mean, fold, make
+
+#: Past this many names, "did you mean" for a broken link only looks at names sharing the first letter
+#: (difflib is quadratic-ish; a vault of 10k notes with many broken links must stay fast).
+_FULL_SCAN_LIMIT = 3000
+
+
+def _shown(res: Resolution) -> str:
+    return res.link.raw.replace("\n", " ")
+
+
+def _link_form(target_path: str, display: str | None) -> str:
+    stem = target_path.rsplit("/", 1)[-1]
+    stem = stem[:-3] if stem.lower().endswith(".md") else stem
+    return f"[[{stem}|{display}]]" if display else f"[[{stem}]]"
+
+
+def _closest_note(ctx: LintContext, target: str) -> str | None:
+    names = ctx.note_names()
+    key = fold(target.rsplit("/", 1)[-1].removesuffix(".md"))
+    if not key:
+        return None
+    choices = list(names)
+    if len(choices) > _FULL_SCAN_LIMIT:
+        choices = [c for c in choices if c[:1] == key[:1]]
+    best = did_you_mean(key, choices, strictness=4)
+    return names[best] if best else None
+
+
+def _closest_file(ctx: LintContext, target: str) -> str | None:
+    name = target.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    same_kind = {f.rsplit("/", 1)[-1]: f for f in ctx.vault.files if f.lower().endswith("." + ext)} if ext else {}
+    if not same_kind or len(same_kind) > _FULL_SCAN_LIMIT:
+        return None
+    guess = did_you_mean(name, same_kind)
+    return same_kind[guess] if guess else None
+
+
+def _broken(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:
+    link = res.link
+    target = link.target
+    if res.alias_of:
+        hint = f"`{target}` is an alias of {res.alias_of}: write {_link_form(res.alias_of, target)}"
+    else:
+        is_note = "." not in target.rsplit("/", 1)[-1] or target.lower().endswith(".md")
+        guess = _closest_note(ctx, target) if is_note else _closest_file(ctx, target)
+        if guess:
+            hint = f"did you mean {guess}? Fix the target, or create the note"
+        else:
+            hint = "fix the target, or create the note" if is_note else "fix the path or add the file"
+    return make(ctx, note, link.span, "broken-link", f"{_shown(res)}: no file named `{target}` in the vault; {hint}")
+
+
+def _broken_anchor(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:
+    link = res.link
+    anchor = link.anchor or ""
+    target = ctx.vault.notes.get(res.target_path or "") if res.target_path else None
+    target_name = res.target_path or link.target or note.path
+    if target is None and not link.target:
+        target = note
+    if anchor.startswith("^"):
+        ids = sorted(target.block_ids) if target is not None else []
+        guess = did_you_mean(anchor[1:], ids) if ids else None
+        hint = f"did you mean `^{guess}`?" if guess else "add the block id `^" + anchor[1:] + "` to the paragraph meant"
+        return make(ctx, note, link.span, "broken-anchor",
+                    f"{_shown(res)}: {target_name} has no block `{anchor}`; {hint}")
+    headings = [h.text for h in target.headings] if target is not None else []
+    last = anchor.split("#")[-1]
+    guess = did_you_mean(last, headings) if headings else None
+    hint = f"did you mean `#{guess}`?" if guess else "link to an existing heading or remove the `#...` part"
+    return make(ctx, note, link.span, "broken-anchor",
+                f"{_shown(res)}: {target_name} has no heading `{anchor}`; {hint}")
+
+
+def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
+    vault = ctx.vault
+    for path in paths:
+        note = vault.notes.get(path)
+        if note is None:
+            continue
+        source_public = not note.is_private
+        for res in vault.resolutions(path):
+            status = res.status
+            if status is LinkStatus.OK or status is LinkStatus.AMBIGUOUS:
+                if status is LinkStatus.AMBIGUOUS:
+                    others = [c for c in res.candidates if c != res.target_path]
+                    yield make(ctx, note, res.link.span, "ambiguous-link",
+                               f"{_shown(res)}: {len(res.candidates)} files have this name ({', '.join(res.candidates)}); "
+                               f"{res.target_path} is used as the nearest: write the path, e.g. "
+                               f"[[{(res.target_path or '').removesuffix('.md')}]]"
+                               + (f" (or [[{others[0].removesuffix('.md')}]])" if others else ""))
+                target = vault.notes.get(res.target_path or "")
+                if source_public and target is not None and target.is_private and target.path != path:
+                    yield make(ctx, note, res.link.span, "private-link",
+                               f"{_shown(res)}: this public note links to {target.path}, which is private: the link "
+                               f"shows its name to visitors; remove the link or make one of the notes match")
+            elif status is LinkStatus.BROKEN:
+                yield _broken(ctx, note, res)
+            elif status is LinkStatus.BROKEN_ANCHOR:
+                yield _broken_anchor(ctx, note, res)

@@ -1,0 +1,42 @@
+"""answer-not-retrieved: does each question of a note's own `answers` bring that note into the top 3 of the real
+retrieval engine? One index is built per run (`LintContext.search_index`) and shared by every question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from vaulttools.lint.diagnostics import Diagnostic
+from vaulttools.lint.rules import LintContext, item_span, make
+
+
+def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
+    vault = ctx.vault
+    top_k = ctx.config.answer_top_k
+    todo = []
+    for path in paths:
+        note = vault.notes.get(path)
+        if note is None or note.is_private or not isinstance(note.meta, dict):
+            continue  # private notes are never retrieved, by design
+        answers = note.meta.get("answers")
+        if isinstance(answers, list):
+            todo += [(note, i, q) for i, q in enumerate(answers) if isinstance(q, str) and q.strip()]
+    if not todo:
+        return
+    index = ctx.search_index()
+    if index is None:
+        return  # the engine reports it once through LintResult.notices
+    for note, i, question in todo:
+        result = index.search(question, top_k=top_k)
+        ranked = [hit.note.path for hit in result.hits[:top_k]]
+        if note.path in ranked:
+            continue
+        if ranked:
+            first = ", ".join(f"{hit.id} ({hit.score:.1f})" for hit in result.hits[:top_k])
+            found = f"the top {top_k} are {first}"
+        else:
+            found = "no note is retrieved at all"
+        yield make(ctx, note, item_span(note, "answers", i), "answer-not-retrieved",
+                   f"asking `{question.strip()}` does not retrieve this note in the top {top_k} ({found}): "
+                   f"put the words of the question in its aliases, title or body, or move the question to the "
+                   f"note that comes first")

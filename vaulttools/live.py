@@ -1,0 +1,627 @@
+"""A vault kept up to date while it is being edited: notes, search index and lint diagnostics.
+
+`LiveVault` is what `vaulttools watch` and the TUI share. It is loaded once (one full read and one full
+lint), then `apply(paths)` brings it up to date after a burst of file changes: it re-reads only the files
+named (created, modified, deleted, either end of a rename, or a folder, expanded into its files), re-lints
+those notes plus the notes whose link status changed because of them (the engine's `LinkChange.relinked`)
+and the notes that share a slug or an alias with them (duplicate rules), and returns a `LiveDelta`: the
+problems that appeared, the problems now fixed, and the notes that changed.
+
+Threads: one writer (the watcher's worker calls `apply`), any number of readers (the TUI). Every public
+method takes `lock` (re-entrant); a reader that needs several consistent reads holds it with
+`with live.reading():`. Listeners registered with `subscribe` run after each `apply`, on the writer's
+thread, outside the lock.
+
+Never raises for a bad note: a file that cannot be read, or a rule that fails on a note, becomes a
+diagnostic on that note.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grasbot.notes import Note
+from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+from vaulttools.lint.diagnostics import Diagnostic, Severity
+
+__all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
+
+#: How many times a note caught mid-write (parse problem while its size/mtime kept changing) is re-read
+#: before its state is accepted as it is.
+MAX_SETTLE_TRIES = 3
+
+#: Rule reported when the linter itself fails on a note (a bug of ours): the note is flagged, not skipped.
+INTERNAL_RULE = "internal-error"
+
+
+def diagnostic_key(diag: Diagnostic, path: str | None = None) -> tuple[str, str, str, str]:
+    """What makes two diagnostics "the same problem" across edits: note, rule, severity and message, not
+    the position (a line inserted above a problem moves it; it is not a new problem)."""
+    return (path or diag.path, diag.rule, str(diag.severity), diag.message)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDelta:
+    """What one `LiveVault.apply` changed. All tuples are sorted.
+
+    - `changed`: notes created or whose bytes changed; `added` ⊆ `changed` are the new ones;
+    - `removed`: notes deleted or moved away; `moved`: (old, new) pairs recognised among removed/added by
+      identical content (a rename);
+    - `relinked`: other notes re-checked because a link of theirs changed status (broken, repaired, ...);
+    - `files_added`/`files_removed`: attachments (non-note files) that appeared or went away;
+    - `new`/`fixed`: diagnostics that appeared / went away (compared by `diagnostic_key`, so a problem that
+      only moved is in neither); for a renamed note, its problems carry over and are in neither;
+    - `updated`: (old, new) pairs of one problem, same note, rule, severity and place, whose message changed
+      (`alias x is also an alias of A, B` when B is deleted): neither new nor fixed;
+    - `unsettled`: files caught while still being written: not applied yet, re-deliver them later;
+    - `taxonomy_reloaded`: the taxonomy file changed and the whole vault was re-linted.
+    """
+
+    changed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    moved: tuple[tuple[str, str], ...] = ()
+    relinked: tuple[str, ...] = ()
+    files_added: tuple[str, ...] = ()
+    files_removed: tuple[str, ...] = ()
+    new: tuple[Diagnostic, ...] = ()
+    fixed: tuple[Diagnostic, ...] = ()
+    updated: tuple[tuple[Diagnostic, Diagnostic], ...] = ()
+    unsettled: tuple[str, ...] = ()
+    taxonomy_reloaded: bool = False
+    version: int = 0
+    elapsed_ms: float = 0.0
+
+    @property
+    def vault_changed(self) -> bool:
+        """True when the vault's content changed (a reload of the API is worth sending)."""
+        return bool(
+            self.changed or self.removed or self.files_added or self.files_removed or self.taxonomy_reloaded
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to show and nothing to push (for example: a note saved without any change)."""
+        return not (self.vault_changed or self.new or self.fixed or self.updated or self.relinked)
+
+
+@dataclass(slots=True)
+class _Linter:
+    """The bridge to `vaulttools.lint`: the taxonomy and configuration in force, and the two entry points."""
+
+    taxonomy: Any
+    config: Any
+    taxonomy_path: Path | None
+    taxonomy_error: str | None = None  # why the taxonomy file in force could not be read, if it could not
+
+    def lint_all(self, vault: Vault, index: Any) -> list[Diagnostic]:
+        from vaulttools.lint import lint_vault
+
+        result = lint_vault(vault, self.taxonomy, self.config, index=index)
+        return list(getattr(result, "diagnostics", result))
+
+    def lint_some(self, vault: Vault, index: Any, paths: list[str]) -> list[Diagnostic]:
+        from vaulttools.lint import lint_notes
+
+        result = lint_notes(vault, self.taxonomy, paths, config=self.config, index=index)
+        return list(getattr(result, "diagnostics", result))
+
+
+def _fold(text: str) -> str:
+    """Case- and accent-folded, as the duplicate rules compare slugs and aliases."""
+    decomposed = unicodedata.normalize("NFKD", text.strip().casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _identity_keys(note: Note) -> set[str]:
+    """Keys under which a note can clash with another: its slug, its aliases, its file name."""
+    keys = {"stem:" + _fold(note.stem)}
+    slug = note.slug
+    if slug and slug.strip():
+        keys.add("slug:" + _fold(slug))
+    for alias in note.aliases:
+        if alias.strip():
+            keys.add("alias:" + _fold(alias))
+    return keys
+
+
+class LiveVault:
+    """A `Vault`, its `SearchIndex` (optional) and the current diagnostics of every note, kept in step.
+
+    ::
+
+        live = LiveVault.load("vault")                 # full read + full lint
+        print(live.counts())                           # {"error": 3, "warning": 12}
+        delta = live.apply({"10-Projets/cub3d.md"})    # after the file changed on disk
+        for d in delta.new: ...
+        for d in delta.fixed: ...
+    """
+
+    def __init__(
+        self,
+        vault: Vault,
+        linter: _Linter,
+        *,
+        index: Any = None,
+        with_index: bool = False,
+    ) -> None:
+        self.vault = vault
+        self.root: Path = vault.root
+        self.index = index
+        self._with_index = with_index
+        self._linter = linter
+        self.lock = threading.RLock()
+        self.version = 0
+        self._diags: dict[str, list[Diagnostic]] = {}
+        self._keys: dict[str, set[str]] = {}  # identity key -> notes holding it
+        self._note_keys: dict[str, set[str]] = {}
+        self._settle_tries: dict[str, int] = {}
+        self._carry: set[str] = set()  # notes to re-lint with the next batch (relinked by an unsettled one)
+        self._listeners: list[Callable[[LiveDelta], Any]] = []
+        for path, note in vault.notes.items():
+            self._index_identity(path, note)
+        self._store(self._lint_all())
+
+    # -- construction ----------------------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        root: str | Path,
+        *,
+        taxonomy: str | Path | None = None,
+        config: Any = None,
+        exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        with_index: bool = True,
+    ) -> LiveVault:
+        """Read and lint the whole vault. `taxonomy` is an explicit TAXONOMIE.md (else the usual search:
+        `VAULT/TAXONOMIE.md`, then the folder above); `config` is the lint configuration (None: defaults);
+        `with_index=False` skips the search index (the watcher does not need it, the TUI does).
+
+        Raises FileNotFoundError/NotADirectoryError for a missing vault folder, and whatever the taxonomy
+        loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages)."""
+        from vaulttools.taxonomy import TaxonomyError
+
+        vault = Vault.load(root, exclude)
+        if config is None:
+            from vaulttools.lint import load_config
+
+            config = load_config(vault.root)  # ConfigError names the file and the key
+        taxonomy_path = _find_taxonomy(vault.root, taxonomy)
+        error = None
+        try:
+            loaded = _read_taxonomy(taxonomy_path)
+        except TaxonomyError as exc:
+            if taxonomy is not None:
+                raise
+            # found, not asked for: watch with the structural rules and say why; fixing the file
+            # brings the vocabulary rules back (apply() reloads it when it changes)
+            loaded, error = None, str(exc)
+        linter = _Linter(loaded, config, taxonomy_path, error)
+        index = _build_index(vault) if with_index else None
+        return cls(vault, linter, index=index, with_index=with_index)
+
+    # -- reading (any thread) --------------------------------------------------------------------------
+    @contextmanager
+    def reading(self) -> Iterator[LiveVault]:
+        """Hold the lock for several consistent reads (`live.vault`, `live.index`, diagnostics)."""
+        with self.lock:
+            yield self
+
+    @property
+    def taxonomy(self) -> Any:
+        return self._linter.taxonomy
+
+    @property
+    def taxonomy_path(self) -> Path | None:
+        return self._linter.taxonomy_path
+
+    @property
+    def taxonomy_error(self) -> str | None:
+        """Why the taxonomy file could not be read (the last good one, if any, stays in force)."""
+        return self._linter.taxonomy_error
+
+    def diagnostics(self, path: str | None = None) -> list[Diagnostic]:
+        """The current diagnostics of one note, or of the whole vault, sorted by path and position."""
+        with self.lock:
+            if path is not None:
+                return sorted(self._diags.get(path, ()), key=_sort_key)
+            return sorted((d for ds in self._diags.values() for d in ds), key=_sort_key)
+
+    def counts(self) -> dict[str, int]:
+        """How many diagnostics of each severity: ``{"error": n, "warning": m}``."""
+        with self.lock:
+            counter = Counter(str(d.severity) for ds in self._diags.values() for d in ds)
+        return {"error": counter.get("error", 0), "warning": counter.get("warning", 0)}
+
+    def note_count(self) -> int:
+        with self.lock:
+            return len(self.vault.notes)
+
+    def note(self, path: str) -> Note | None:
+        with self.lock:
+            return self.vault.notes.get(path)
+
+    def search(self, query: str, top_k: int | None = None) -> Any:
+        """`SearchIndex.search` on the current vault (needs `with_index=True`)."""
+        with self.lock:
+            if self.index is None:
+                raise RuntimeError("this LiveVault was loaded without a search index")
+            return self.index.search(query, top_k)
+
+    def subscribe(self, listener: Callable[[LiveDelta], Any]) -> Callable[[], None]:
+        """Call `listener(delta)` after every `apply` (on the writer's thread). Returns an unsubscriber."""
+        with self.lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self.lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- writing (one thread) --------------------------------------------------------------------------
+    def apply(self, paths: Iterable[str]) -> LiveDelta:
+        """Bring everything up to date after the files at `paths` (vault-relative; files or folders)
+        changed on disk: created, modified, deleted, or either end of a move."""
+        started = time.perf_counter()
+        with self.lock:
+            delta = self._apply(sorted(set(paths)), started)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(delta)
+            except Exception:  # a reader's bug must not stop the writer
+                pass
+        return delta
+
+    def reload(self) -> LiveDelta:
+        """Re-read and re-lint everything (the taxonomy too), and report the difference."""
+        started = time.perf_counter()
+        with self.lock:
+            before_notes = dict(self.vault.notes)
+            before_files = set(self.vault.files)
+            before = self._all_diags()
+            self._reload_taxonomy()
+            self.vault = Vault.load(self.root, self.vault.exclude)
+            if self._with_index:
+                self.index = _build_index(self.vault)
+            self._keys.clear()
+            self._note_keys.clear()
+            for p, note in self.vault.notes.items():
+                self._index_identity(p, note)
+            self._diags = {}
+            self._store(self._lint_all())
+            after = self._all_diags()
+            changed = {p for p, n in self.vault.notes.items() if p not in before_notes or before_notes[p].digest != n.digest}
+            removed = set(before_notes) - set(self.vault.notes)
+            delta = self._delta(
+                before, after, changed, set(before_notes), removed, set(), before_files, (), True, started
+            )
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(delta)
+            except Exception:
+                pass
+        return delta
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _apply(self, paths: list[str], started: float) -> LiveDelta:
+        vault = self.vault
+        before_notes = dict(vault.notes)  # shallow: Note objects are replaced, not mutated, on update
+        before_files = set(vault.files)
+        taxonomy_hit = self._taxonomy_touched(paths)
+
+        touched: set[str] = set()
+        relinked: set[str] = set(self._carry)
+        self._carry = set()
+        unsettled: list[str] = []
+        read_failures: dict[str, str] = {}
+        for rel in paths:
+            stat_before = _stat(self.root / rel)
+            try:
+                change = vault.update_file(rel)
+            except Exception as exc:  # the engine promises not to raise; if it does, flag the file
+                read_failures[rel] = f"cannot read this file: {type(exc).__name__}: {exc}"
+                change = LinkChange()
+            if self._caught_mid_write(rel, stat_before):
+                unsettled.append(rel)
+                self._carry |= change.relinked
+                continue
+            self._settle_tries.pop(rel, None)
+            touched |= change.changed
+            relinked |= change.relinked
+            if self.index is not None and (change.changed or change.relinked):
+                try:
+                    self.index.update(vault, change)
+                except Exception:  # keep serving the old ranking rather than stop watching
+                    pass
+
+        unsettled_set = set(unsettled)
+        present = set(vault.notes)
+        removed = {p for p in touched if p not in present and p in before_notes}
+        added = {p for p in touched if p in present and p not in before_notes}
+        changed = {
+            p for p in touched if p in present and (p not in before_notes or before_notes[p].digest != vault.notes[p].digest)
+        }
+        moved = _pair_moves(removed, added, before_notes, vault.notes)
+
+        # which notes to re-lint: re-read ones, relinked ones, and those that may clash with them
+        scope = (touched & present) | (relinked & present)
+        for p in sorted(touched):
+            old_keys = self._note_keys.get(p, set())
+            self._forget_identity(p)
+            note = vault.notes.get(p)
+            new_keys = set()
+            if note is not None:
+                self._index_identity(p, note)
+                new_keys = self._note_keys.get(p, set())
+            if old_keys != new_keys:
+                for key in old_keys | new_keys:
+                    scope |= self._keys.get(key, set())
+            old_note = before_notes.get(p)
+            if old_note is not None and (note is None or note.is_private != old_note.is_private):
+                scope |= set(vault.incoming(p)) & present  # private-link status of notes linking here
+        for p in read_failures:
+            if p in present:
+                scope.add(p)
+        scope -= unsettled_set
+
+        gone = (removed | {p for p in self._diags if p not in present and p in touched}) - unsettled_set
+        affected = scope | gone | set(read_failures)
+        before = {p: list(self._diags.get(p, ())) for p in affected}
+
+        if taxonomy_hit:
+            self._reload_taxonomy()
+            before = self._all_diags()
+            for p in gone:
+                self._diags.pop(p, None)
+            self._diags = {}
+            self._store(self._lint_all())
+        else:
+            for p in gone:
+                self._diags.pop(p, None)
+            if scope:
+                fresh = self._lint_some(sorted(scope))
+                for p in scope:
+                    self._diags.pop(p, None)
+                self._store(fresh)
+        for rel, message in read_failures.items():
+            self._diags.setdefault(rel, []).append(_file_diagnostic(rel, message))
+
+        after = self._all_diags() if taxonomy_hit else {p: list(self._diags.get(p, ())) for p in affected}
+        return self._delta(
+            before, after, changed, set(before_notes), removed, relinked - touched, before_files,
+            moved, taxonomy_hit, started, unsettled=tuple(sorted(unsettled)), added=added,
+        )
+
+    def _delta(
+        self,
+        before: dict[str, list[Diagnostic]],
+        after: dict[str, list[Diagnostic]],
+        changed: set[str],
+        before_paths: set[str],
+        removed: set[str],
+        relinked: set[str],
+        before_files: set[str],
+        moved: Iterable[tuple[str, str]],
+        taxonomy_reloaded: bool,
+        started: float,
+        *,
+        unsettled: tuple[str, ...] = (),
+        added: set[str] | None = None,
+    ) -> LiveDelta:
+        moved = tuple(sorted(moved))
+        renamed = {old: new for old, new in moved}
+        old_keys = Counter(diagnostic_key(d, renamed.get(d.path)) for ds in before.values() for d in ds)
+        new_keys = Counter(diagnostic_key(d) for ds in after.values() for d in ds)
+        appeared = new_keys - old_keys
+        vanished = old_keys - new_keys
+        new_diags = _pick(after, appeared, lambda d: diagnostic_key(d))
+        fixed_diags = _pick(before, vanished, lambda d: diagnostic_key(d, renamed.get(d.path)))
+        new_diags, fixed_diags, updated = _pair_rewordings(new_diags, fixed_diags, renamed)
+        if added is None:
+            added = {p for p in changed if p not in before_paths}
+        files = self.vault.files
+        if changed or removed or new_diags or fixed_diags or taxonomy_reloaded or files != before_files:
+            self.version += 1
+        return LiveDelta(
+            changed=tuple(sorted(changed)),
+            added=tuple(sorted(added)),
+            removed=tuple(sorted(removed)),
+            moved=moved,
+            relinked=tuple(sorted(p for p in relinked if p in self.vault.notes)),
+            files_added=tuple(sorted(files - before_files)),
+            files_removed=tuple(sorted(before_files - files)),
+            new=tuple(sorted(new_diags, key=_sort_key)),
+            fixed=tuple(sorted(fixed_diags, key=_sort_key)),
+            updated=tuple(updated),
+            unsettled=unsettled,
+            taxonomy_reloaded=taxonomy_reloaded,
+            version=self.version,
+            elapsed_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def _caught_mid_write(self, rel: str, stat_before: tuple[int, int] | None) -> bool:
+        """True when the note just read has a parse problem and the file changed while it was read: the
+        writer is not done. Given up after MAX_SETTLE_TRIES, so a file written forever is still checked."""
+        note = self.vault.notes.get(rel)
+        if note is None or not note.problems or stat_before is None:
+            return False
+        if _stat(self.root / rel) == stat_before:
+            return False
+        tries = self._settle_tries.get(rel, 0) + 1
+        if tries > MAX_SETTLE_TRIES:
+            self._settle_tries.pop(rel, None)
+            return False
+        self._settle_tries[rel] = tries
+        return True
+
+    def _taxonomy_touched(self, paths: list[str]) -> bool:
+        tax = self._linter.taxonomy_path
+        if tax is None:
+            # a TAXONOMIE.md appearing in the vault turns the vocabulary rules on
+            return any(p.lower() == "taxonomie.md" for p in paths)
+        try:
+            rel = tax.resolve().relative_to(self.root).as_posix()
+        except (ValueError, OSError):
+            return False
+        return rel in paths
+
+    def _reload_taxonomy(self) -> None:
+        linter = self._linter
+        path = linter.taxonomy_path
+        if path is None or not path.exists():  # none yet, or deleted: maybe another one applies now
+            path = _find_taxonomy(self.root, None)
+        try:
+            taxonomy = _read_taxonomy(path)
+        except Exception as exc:  # being edited, or broken: keep the last good one and say why
+            linter.taxonomy_path, linter.taxonomy_error = path, str(exc)
+            return
+        linter.taxonomy, linter.taxonomy_path, linter.taxonomy_error = taxonomy, path, None
+
+    def _lint_all(self) -> list[Diagnostic]:
+        try:
+            return self._linter.lint_all(self.vault, self.index)
+        except Exception as exc:
+            return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]
+
+    def _lint_some(self, paths: list[str]) -> list[Diagnostic]:
+        try:
+            return self._linter.lint_some(self.vault, self.index, paths)
+        except Exception:
+            pass
+        out: list[Diagnostic] = []  # one note at a time, so one bad note does not hide the others
+        for path in paths:
+            try:
+                out.extend(self._linter.lint_some(self.vault, self.index, [path]))
+            except Exception as exc:
+                out.append(_file_diagnostic(path, f"the linter failed on this note: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE))
+        return out
+
+    def _store(self, diags: Iterable[Diagnostic]) -> None:
+        for d in diags:
+            self._diags.setdefault(d.path, []).append(d)
+
+    def _all_diags(self) -> dict[str, list[Diagnostic]]:
+        return {p: list(ds) for p, ds in self._diags.items()}
+
+    def _index_identity(self, path: str, note: Note) -> None:
+        keys = _identity_keys(note)
+        self._note_keys[path] = keys
+        for key in keys:
+            self._keys.setdefault(key, set()).add(path)
+
+    def _forget_identity(self, path: str) -> None:
+        for key in self._note_keys.pop(path, set()):
+            holders = self._keys.get(key)
+            if holders is not None:
+                holders.discard(path)
+                if not holders:
+                    del self._keys[key]
+
+
+def _sort_key(d: Diagnostic) -> tuple[str, int, int, str, str]:
+    return (d.path, d.line, d.column, d.rule, d.message)
+
+
+def _pick(
+    diags: dict[str, list[Diagnostic]], wanted: Counter, key: Callable[[Diagnostic], tuple[str, str, str, str]]
+) -> list[Diagnostic]:
+    """The diagnostics whose key is in the multiset `wanted`, as many of each as it counts."""
+    left = Counter(wanted)
+    out = []
+    for path in sorted(diags):
+        for d in sorted(diags[path], key=_sort_key):
+            k = key(d)
+            if left[k] > 0:
+                left[k] -= 1
+                out.append(d)
+    return out
+
+
+def _pair_rewordings(
+    new: list[Diagnostic], fixed: list[Diagnostic], renamed: dict[str, str]
+) -> tuple[list[Diagnostic], list[Diagnostic], list[tuple[Diagnostic, Diagnostic]]]:
+    """Split off (old, new) pairs that are one problem reworded: same note, rule, severity and place."""
+    if not new or not fixed:
+        return new, fixed, []
+
+    def place(d: Diagnostic, path: str | None = None) -> tuple[str, str, str, int, int]:
+        return (path or d.path, d.rule, str(d.severity), d.line, d.column)
+
+    waiting: dict[tuple[str, str, str, int, int], list[Diagnostic]] = {}
+    for d in fixed:
+        waiting.setdefault(place(d, renamed.get(d.path)), []).append(d)
+    pairs, still_new = [], []
+    for d in new:
+        olds = waiting.get(place(d))
+        if olds:
+            pairs.append((olds.pop(0), d))
+        else:
+            still_new.append(d)
+    paired = {id(old) for old, _ in pairs}
+    return still_new, [d for d in fixed if id(d) not in paired], pairs
+
+
+def _pair_moves(
+    removed: set[str], added: set[str], before: dict[str, Note], after: dict[str, Note]
+) -> list[tuple[str, str]]:
+    """(old, new) for every removed note whose exact content reappeared under a new path (a rename)."""
+    if not removed or not added:
+        return []
+    by_digest: dict[str, list[str]] = {}
+    for p in sorted(added):
+        by_digest.setdefault(after[p].digest, []).append(p)
+    pairs = []
+    for old in sorted(removed):
+        candidates = by_digest.get(before[old].digest)
+        if candidates:
+            pairs.append((old, candidates.pop(0)))
+    return pairs
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _file_diagnostic(path: str, message: str, rule: str = "frontmatter-invalid") -> Diagnostic:
+    return Diagnostic(path, 1, 1, 1, 1, rule, Severity.ERROR, message)
+
+
+def _build_index(vault: Vault) -> Any:
+    from grasbot.search import SearchIndex
+
+    try:
+        return SearchIndex.build(vault)
+    except NotImplementedError:  # the engine's index is optional for lint and watch
+        return None
+
+
+def _find_taxonomy(root: Path, explicit: str | Path | None) -> Path | None:
+    """The taxonomy file in force for a vault: `explicit`, else the usual search (DESIGN §5), else None."""
+    from vaulttools.taxonomy import find_taxonomy
+
+    path = find_taxonomy(root, Path(explicit) if explicit is not None else None)
+    return Path(path).absolute() if path is not None else None
+
+
+def _read_taxonomy(path: Path | None) -> Any:
+    """The parsed taxonomy, None without a file; raises TaxonomyError for a file that cannot be read."""
+    from vaulttools.taxonomy import load_taxonomy
+
+    return load_taxonomy(path) if path is not None else None
