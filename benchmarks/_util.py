@@ -223,7 +223,13 @@ TABLES: list[Table] = []
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], notes: Sequence[str] = ()) -> Table:
     """Print a table (rich when available and stdout is a terminal, aligned plain text otherwise)."""
-    table = Table(title, list(columns), [[str(c) for c in row] for row in rows], list(notes))
+    notes = list(notes)
+    try:  # how busy the (shared) machine was: figures taken at a load of 3 on 2 cores are not comparable
+        one, five, _ = os.getloadavg()
+        notes.append(f"system load average when printed: {one:.1f} (1 min), {five:.1f} (5 min), {os.cpu_count()} cores")
+    except OSError:
+        pass
+    table = Table(title, list(columns), [[str(c) for c in row] for row in rows], notes)
     TABLES.append(table)
     try:
         if not sys.stdout.isatty():
@@ -253,6 +259,22 @@ def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
         print(f"  {n}")
     sys.stdout.flush()
     return table
+
+
+def wait_for_quiet(max_load: float = 1.0, timeout: float = 600.0) -> float:
+    """Wait until the 1-minute load average is at most `max_load` (other people's test runs on a shared
+    machine skew every figure), at most `timeout` seconds; return the load average when done."""
+    deadline = time.monotonic() + timeout
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+    if load > max_load:
+        print(f"waiting for the machine to go quiet (load {load:.1f} > {max_load}) ...", file=sys.stderr, flush=True)
+    while load > max_load and time.monotonic() < deadline:
+        time.sleep(5)
+        load = os.getloadavg()[0]
+    return load
 
 
 def note(text: str) -> None:

@@ -151,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     edits = min(args.edits, 20) if args.quick else args.edits
 
     why = _engine_state()
+    if why is None:  # the probe is tiny: check the engine gets through a real synthetic vault too
+        try:
+            _util.run_once(LOAD_CODE.format(path=str(synth.ensure_vault(min(sizes), args.seed))), timeout=600)
+        except _util.BenchmarkError as exc:
+            why = f"grasbot.vault fails on the {_label(min(sizes))} synthetic vault:\n{exc}"
     if why:
         _util.note(f"load benchmark skipped: {why}. Re-run once the engine is implemented.")
         return _util.SKIPPED

@@ -4,6 +4,7 @@
     python benchmarks/run.py --quick         # small sizes, few runs: a smoke test
     python benchmarks/run.py load retrieval  # only these suites (bench_load.py, bench_retrieval.py)
     python benchmarks/run.py --markdown benchmarks/_results/latest.md   # tables as Markdown, for the README
+    python benchmarks/run.py --wait-quiet 900 load   # first wait (up to 15 min) for a quiet machine
 
 Arguments after `--` go to every suite (for example `-- --runs 7`). A suite that fails does not stop the
 others; the exit status is 1 when any suite failed, 0 otherwise (a skipped suite is not a failure).
@@ -51,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes and few runs")
     parser.add_argument("--list", action="store_true", help="list the suites and exit")
     parser.add_argument("--markdown", type=Path, help="write every table as Markdown to this file")
+    parser.add_argument("--wait-quiet", type=float, default=0, metavar="SECONDS",
+                        help="before each suite, wait up to SECONDS for the 1-minute load average to drop "
+                        "under --max-load (the machine is shared)")
+    parser.add_argument("--max-load", type=float, default=1.0, help="load average for --wait-quiet (default 1.0)")
     args = parser.parse_args(argv)
 
     suites = discover()
@@ -70,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     status: dict[str, str] = {}
     for name in chosen:
         print(f"\n=== {name} ===", flush=True)
+        if args.wait_quiet:
+            load = _util.wait_for_quiet(args.max_load, args.wait_quiet)
+            print(f"load average at start: {load:.1f}", flush=True)
         begin = time.perf_counter()
         try:
             code = _load(name, suites[name]).main(list(suite_argv))

@@ -41,7 +41,7 @@ from grasbot.llm import GenerationOptions, Generation, LLMClient, LLMEmptyAnswer
 from grasbot.memory import ConversationMemory, Turn
 from grasbot.notes import Note
 from grasbot.observability import AskTrace, Observability, is_trace_id, retrieval_relevance
-from grasbot.prompt import UNREADABLE_FRONTMATTER, build_prompt, hidden_names, is_servable, servable_hits
+from grasbot.prompt import build_prompt, hidden_names, is_servable, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -123,9 +123,9 @@ class VaultSnapshot:
 
 
 def _problem_view(path: str, line: int, column: int, code: str, message: str, note: Note | None) -> dict[str, Any]:
-    # A note whose frontmatter cannot be read may be a private one: only its place and the kind of problem
-    # are reported, never the parser's message (which can quote the file).
-    if note is not None and code in UNREADABLE_FRONTMATTER:
+    # A note that may be private (its frontmatter did not parse and names a non-public visibility) is
+    # reported by place and kind only, never with the parser's message, which can quote the file.
+    if note is not None and not is_servable(note):
         message = f"frontmatter could not be read ({code}); `vaulttools lint` shows the details"
     return {"path": path, "line": line, "column": column, "code": code, "message": message[:300]}
 
@@ -335,7 +335,8 @@ class Service:
         s = self.settings
         assert self.llm is not None, "the service is not started"
         history = self.memory.history(session_id)
-        metadata = {"top_k": s.search_top_k, "min_score": s.search_min_score}
+        # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
+        metadata = {"top_k": s.search_top_k, "min_score": s.search_min_score if s.search_min_score is not None else "engine-default"}
         with self.observability.trace_ask(
             query=question, session_id=session_id, user_id=user_id, model=s.llm_model, metadata=metadata
         ) as trace:

@@ -31,6 +31,7 @@ ENV_VARIABLES: dict[str, str] = {
     "LANGFUSE_SECRET_KEY": "Langfuse secret key",
     "LANGFUSE_BASE_URL": "Langfuse server URL (LANGFUSE_HOST is accepted as a fallback)",
     "LANGFUSE_FLUSH_INTERVAL": "seconds between two exports of buffered spans (default: the SDK's, 5)",
+    "LANGFUSE_TIMEOUT": "seconds the SDK waits for Langfuse per request, retries included (default: the SDK's, 5)",
     "ASK_MAX_CHARS": "longest accepted question, in characters (default 2000)",
     "LLM_TIMEOUT": "seconds before a generation is abandoned with 504 (default 60)",
     "LLM_CONNECT_TIMEOUT": "seconds to wait for a connection to Ollama before answering 503 (default 1.5)",
@@ -71,6 +72,7 @@ class Settings:
     langfuse_secret_key: str | None = field(default=None, repr=False)
     langfuse_base_url: str | None = None
     langfuse_flush_interval: float | None = None
+    langfuse_timeout: int | None = None
     ask_max_chars: int = 2000
     llm_timeout: float = 60.0
     llm_connect_timeout: float = 1.5
@@ -131,6 +133,8 @@ class Settings:
         kwargs["langfuse_base_url"] = _url("LANGFUSE_BASE_URL", base) if base else None
         if (v := get("LANGFUSE_FLUSH_INTERVAL")) is not None:
             kwargs["langfuse_flush_interval"] = _float("LANGFUSE_FLUSH_INTERVAL", v, 0.01, None)
+        if (v := get("LANGFUSE_TIMEOUT")) is not None:
+            kwargs["langfuse_timeout"] = _int("LANGFUSE_TIMEOUT", v, 1, 600)
         if (v := get("ASK_MAX_CHARS")) is not None:
             kwargs["ask_max_chars"] = _int("ASK_MAX_CHARS", v, 1, 1_000_000)
         if (v := get("LLM_TIMEOUT")) is not None:

@@ -23,6 +23,8 @@ import yaml
 from grasbot.notes import LIST_FIELDS, Problem, Span
 
 __all__ = [
+    "make_span",
+    "share",
     "ParsedFile",
     "LineIndex",
     "decode",
@@ -38,6 +40,39 @@ _LIST_FIELDS = frozenset(LIST_FIELDS)
 # The closing fence: a line that is exactly `---` (trailing blanks tolerated, as Obsidian does).
 _CLOSE_RE = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
+
+
+# Spans and short strings repeat across notes (every note has `title:` at 2:1, `visibility: public`,
+# `"[[MOC-Projets]]"`...): sharing one immutable object per value saves a large part of a big vault's
+# memory, and a dict look-up is cheaper than building a frozen dataclass. Both caches are bounded.
+_SPAN_CACHE: dict[tuple[int, int, int, int], Span] = {}
+_STR_CACHE: dict[str, str] = {}
+_CACHE_LIMIT = 400_000
+_SHORT = 48
+
+
+def make_span(line: int, column: int, end_line: int, end_column: int) -> Span:
+    """A Span, shared with every equal one made before (Span is immutable)."""
+    key = (line, column, end_line, end_column)
+    span = _SPAN_CACHE.get(key)
+    if span is None:
+        if len(_SPAN_CACHE) >= _CACHE_LIMIT:
+            _SPAN_CACHE.clear()
+        span = _SPAN_CACHE[key] = Span(line, column, end_line, end_column)
+    return span
+
+
+def share(text: str) -> str:
+    """`text`, or an equal string seen before when it is short (names, slugs, tags, link targets)."""
+    if len(text) > _SHORT:
+        return text
+    found = _STR_CACHE.get(text)
+    if found is None:
+        if len(_STR_CACHE) >= _CACHE_LIMIT:
+            _STR_CACHE.clear()
+        _STR_CACHE[text] = text
+        return text
+    return found
 
 
 class LineIndex:
@@ -78,7 +113,7 @@ class LineIndex:
     def span(self, start: int, end: int, line_shift: int = 0) -> Span:
         line, col = self.position(start)
         end_line, end_col = self.position(end)
-        return Span(line + line_shift, col, end_line + line_shift, end_col)
+        return make_span(line + line_shift, col, end_line + line_shift, end_col)
 
 
 @dataclass(slots=True)
@@ -166,7 +201,7 @@ def _build(node: yaml.Node, loader: _Loader) -> Any:
     tag = node.tag
     if tag == _STR_TAG:
         if node.__class__ is yaml.ScalarNode:
-            return node.value
+            return share(node.value)
         raise _Fallback
     if tag == _MAP_TAG:
         if node.__class__ is not yaml.MappingNode:
@@ -260,7 +295,7 @@ def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineInd
 
         def span_of(n: yaml.Node) -> Span:
             a, b = n.start_mark, n.end_mark
-            return Span(a.line + shift, a.column + 1, b.line + shift, b.column + 1)
+            return make_span(a.line + shift, a.column + 1, b.line + shift, b.column + 1)
 
     else:
 
@@ -270,7 +305,7 @@ def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineInd
     scalar = yaml.ScalarNode
     for key_node, value_node in node.value:
         value = key_node.value
-        key = value if isinstance(value, str) else str(value)
+        key = share(value) if isinstance(value, str) else str(value)
         keys[key] = span_of(key_node)
         cls = value_node.__class__
         if cls is yaml.SequenceNode:

@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from urllib.parse import unquote
 
-from grasbot.frontmatter import ParsedFile
+from grasbot.frontmatter import ParsedFile, make_span, share
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution, Span
 
 __all__ = [
@@ -201,9 +201,10 @@ def _split_markdown(dest: str) -> tuple[str, str | None]:
     hash_at = dest.find("#")
     anchor: str | None = None
     if hash_at != -1:
-        anchor = unquote(dest[hash_at + 1 :]).strip()
+        anchor = dest[hash_at + 1 :]
+        anchor = (unquote(anchor) if "%" in anchor else anchor).strip()
         dest = dest[:hash_at]
-    return unquote(dest).strip(), anchor
+    return (unquote(dest) if "%" in dest else dest).strip(), anchor
 
 
 def is_external(target: str) -> bool:
@@ -242,7 +243,9 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             if not target and anchor is None:
                 continue  # [[ ]] or [[|x]]: not a link
             line, col = cur.at(start)
-            links.append(Link(body[start:end], target, anchor, display, kind, Span(line, col, line, col + end - start)))
+            links.append(
+                Link(share(body[start:end]), share(target), anchor, display, kind, make_span(line, col, line, col + end - start))
+            )
             wiki_ranges.append((start, end))
     if has_md:
         cur = _Cursor(masked, first_line)
@@ -270,7 +273,9 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             else:
                 target, anchor = _split_markdown(dest)
             line, col = cur.at(start)
-            md_links.append(Link(body[start:end], target, anchor, m.group(1), md, Span(line, col, line, col + end - start)))
+            md_links.append(
+                Link(share(body[start:end]), share(target), anchor, m.group(1), md, make_span(line, col, line, col + end - start))
+            )
         if md_links:
             if links:
                 links.extend(md_links)
@@ -314,10 +319,10 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
                 continue
             if found != -1:
                 col = span.column + found + m.start()
-                where = Span(span.line, col, span.line, col + m.end() - m.start())
+                where = make_span(span.line, col, span.line, col + m.end() - m.start())
             else:
                 where = span
-            out.append(Link(m.group(0), target, anchor, display, kind, where, key))
+            out.append(Link(share(m.group(0)), share(target), anchor, display, kind, where, key))
     return out
 
 

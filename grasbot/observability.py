@@ -112,6 +112,7 @@ class Observability:
                 secret_key=settings.langfuse_secret_key,
                 base_url=settings.langfuse_base_url,
                 flush_interval=settings.langfuse_flush_interval,
+                timeout=settings.langfuse_timeout,
                 tracer_provider=self._provider,
             )
             log.info("Langfuse enabled, sending traces to %s", settings.public_view()["langfuse_base_url"])

@@ -4,9 +4,10 @@ Two modes. Grounded: the notes planned by `grasbot.context.plan_context` go in (
 secondary ones cut at a paragraph boundary) and the cut ones are named so the model can say an answer may be
 incomplete. Ungrounded: no note is a credible source, the model is told so and must not invent facts.
 
-Privacy is enforced here a second time, whatever the retrieval engine returned: a note that is private, or
-whose frontmatter could not be read (so its visibility is unknown), never enters a prompt, and links to such
-notes are removed from the public bodies that do.
+Privacy is enforced here a second time, whatever the retrieval engine returned: a private note never enters
+a prompt, nor does a note whose frontmatter could not be parsed when its raw text names a non-public
+`visibility` (the engine's fail-closed rule, repeated), and links to such notes are removed from the public
+bodies that do enter.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from grasbot.memory import Turn
 from grasbot.notes import Note
 from grasbot.search import Hit, SearchResult
 
-#: Problems after which a note's `visibility` cannot be known: such a note is treated as private.
+#: Problems after which the frontmatter (and so `visibility`) could not be read.
 UNREADABLE_FRONTMATTER = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "binary", "unreadable"})
+_NEVER_SERVED = frozenset({"binary", "unreadable"})
+#: A `visibility:` line whose value is not `public`, in a frontmatter that did not parse.
+# The lookahead holds its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
+_NON_PUBLIC_HINT = re.compile(r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)", re.MULTILINE | re.IGNORECASE)
 
 SYSTEM_PROMPT = """Tu es GrasBot, l'assistant du site personnel de son auteur. Tu réponds aux questions des visiteurs \
 sur son parcours, ses projets et ses compétences, à partir des notes de son vault Obsidian qui te sont fournies.
@@ -59,10 +64,21 @@ réoriente poliment vers ce que le site présente."""
 
 
 def is_servable(note: Note) -> bool:
-    """True when the note may reach a visitor: explicitly public (or no visibility field) and readable."""
+    """True when the note may reach a visitor.
+
+    A note is public when its `visibility` is `public` or absent (plain Obsidian notes). When the
+    frontmatter did not parse, the raw text decides: any `visibility:` line other than `public` keeps the
+    note hidden (fail closed), as the retrieval engine does, so the TUI's preview stays the bot's behaviour.
+    """
     if note.is_private:
         return False
-    return not any(p.code in UNREADABLE_FRONTMATTER for p in note.problems)
+    codes = {p.code for p in note.problems}
+    if codes & _NEVER_SERVED:
+        return False
+    if codes & UNREADABLE_FRONTMATTER:
+        head = note.text[: len(note.text) - len(note.body)] if note.body and note.text.endswith(note.body) else note.text
+        return not _NON_PUBLIC_HINT.search(head)
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from grasbot.notes import Note
-from grasbot.tokenize import tokenize
+from grasbot.tokenize import count_tokens, tokenize, tokenize_short
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -115,12 +115,17 @@ class SearchResult:
 
 # -- one note, tokenized once ------------------------------------------------------------------------
 
+_FIELDS: tuple[str, ...] = ("title", "aliases", "slug", "answers", "labels", "headings", "body")
+_BODY = _FIELDS.index("body")
+_KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
+_K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
+
 
 @dataclass(slots=True)
 class _Phrase:
     """A short frontmatter string (alias, title, slug, sample question, label) as a set of tokens."""
 
-    kind: str  # alias | title | slug | answer | domain | tag
+    kind: int  # index in _KINDS
     text: str
     tokens: tuple[str, ...]  # unique, sorted
 
@@ -130,8 +135,7 @@ class _Doc:
     note: Note
     id: str
     key: tuple[str, str]  # (path, digest or text length): re-tokenize only when this changes
-    fields: dict[str, Counter[str]]
-    body_len: int
+    fields: list[dict[str, int]]  # term counts per field, in _FIELDS order
     phrases: list[_Phrase]
     priority: int | None
     is_moc: bool
@@ -143,7 +147,7 @@ def note_id(note: Note) -> str:
 
 
 def _indexable(note: Note) -> bool | None:
-    """True: index fully; None: degraded (body only); False: never a candidate."""
+    """True: index fully; None: degraded (file name and body only); False: never a candidate."""
     if note.is_private:
         return False
     codes = {p.code for p in note.problems}
@@ -165,60 +169,55 @@ def _headings(note: Note) -> list[str]:
     return _HEADING.findall(note.body)
 
 
-def _phrase(kind: str, text: str) -> _Phrase | None:
-    tokens = tuple(sorted(set(tokenize(text))))
-    return _Phrase(kind, text, tokens) if tokens else None
+def _counts(texts: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for text in texts:
+        for t in tokenize_short(text):
+            out[t] = out.get(t, 0) + 1
+    return out
 
 
 def _read_doc(note: Note, full: bool) -> _Doc:
-    nid = note_id(note)
     title = note.title if full else note.stem
-    fields: dict[str, Counter[str]] = {
-        "title": Counter(tokenize(title)),
-        "aliases": Counter(),
-        "slug": Counter(),
-        "answers": Counter(),
-        "labels": Counter(),
-        "headings": Counter(tokenize(" \n".join(_headings(note)))),
-        "body": Counter(tokenize(note.body)),
-    }
+    slug = (note.slug or "") if full else ""
+    aliases = note.aliases if full else []
+    answers = note.answers if full else []
+    domains = note.domains if full else []
+    tags = note.tags if full else []
+    fields = [
+        _counts([title]),
+        _counts(aliases),
+        _counts([slug]),
+        _counts(answers),
+        _counts(domains + tags),
+        _counts(_headings(note)),
+        count_tokens(note.body),
+    ]
     phrases: list[_Phrase] = []
-    for kind, text in (("title", title),):
-        p = _phrase(kind, text)
-        if p:
-            phrases.append(p)
-    if full:
-        slug = note.slug
-        if slug:
-            fields["slug"].update(tokenize(slug))
-            p = _phrase("slug", slug)
-            if p and (not phrases or p.tokens != phrases[0].tokens):
-                phrases.append(p)
-        seen: set[tuple[str, ...]] = set()
-        for alias in note.aliases:
-            toks = tokenize(alias)
-            fields["aliases"].update(toks)
-            p = _phrase("alias", alias)
-            if p and p.tokens not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
-                seen.add(p.tokens)
-                phrases.append(p)
-        for answer in note.answers:
-            fields["answers"].update(tokenize(answer))
-            p = _phrase("answer", answer)
-            if p:
-                phrases.append(p)
-        for kind, values in (("domain", note.domains), ("tag", note.tags)):
-            for value in values:
-                fields["labels"].update(tokenize(value))
-                p = _phrase(kind, value)
-                if p:
-                    phrases.append(p)
+    seen: set[tuple[int, tuple[str, ...]]] = set()
+
+    def add(kind: int, text: str) -> None:
+        tokens = tuple(sorted(set(tokenize_short(text))))
+        if tokens and (kind, tokens) not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
+            seen.add((kind, tokens))
+            phrases.append(_Phrase(kind, text, tokens))
+
+    add(_K_TITLE, title)
+    if slug and (_K_TITLE, tuple(sorted(set(tokenize_short(slug))))) not in seen:
+        add(_K_SLUG, slug)
+    for alias in aliases:
+        add(_K_ALIAS, alias)
+    for answer in answers:
+        add(_K_ANSWER, answer)
+    for value in domains:
+        add(_K_DOMAIN, value)
+    for value in tags:
+        add(_K_TAG, value)
     return _Doc(
         note=note,
-        id=nid,
+        id=note_id(note),
         key=(note.path, note.digest or str(len(note.text))),
         fields=fields,
-        body_len=sum(fields["body"].values()),
         phrases=phrases,
         priority=note.priority if full else None,
         is_moc=note.is_moc if full else False,
@@ -228,26 +227,44 @@ def _read_doc(note: Note, full: bool) -> _Doc:
 # -- the index ---------------------------------------------------------------------------------------
 
 
+def _csr(keys: np.ndarray, size: int) -> np.ndarray:
+    """Offsets such that the entries of key k are [offsets[k], offsets[k+1]) once sorted by key."""
+    offsets = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=size), out=offsets[1:])
+    return offsets
+
+
 class SearchIndex:
     """Built once per vault load; private notes are never candidates.
 
-    Layout: notes are numbered 0..N-1 in id order. For every term, `_postings[term]` holds the numbers of
-    the notes that contain it (int32) and their BM25F weight already multiplied by the term's IDF
-    (float64), so scoring a question is one concatenation and one `bincount` per question, whatever the
-    vault size. Frontmatter phrases have their own small inverted index (`_phrase_index`).
+    Layout (all numpy, so a question costs a handful of vector operations whatever the vault size):
+    notes are numbered 0..N-1 in id order; terms have ids in `_vocab`. Term postings are CSR arrays:
+    for term t, `_p_doc[_p_off[t]:_p_off[t+1]]` are the notes containing it (ascending) and `_p_w` their
+    BM25F weight already multiplied by the term's IDF. Frontmatter phrases (title, slug, aliases, sample
+    questions, labels) are numbered too, with their own term -> phrases CSR (`_q_off`, `_q_phrase`).
     """
 
     def __init__(self, config: SearchConfig | None = None) -> None:
         self.config = config or SearchConfig()
         self._docs: list[_Doc] = []
         self._cache: dict[str, _Doc] = {}  # path -> tokenized note, reused by `update`
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._idf: dict[str, float] = {}
-        self._idf_unseen = 0.0
-        self._phrase_index: dict[str, list[tuple[int, int]]] = {}
-        self._neighbours: list[tuple[int, ...]] = []
-        self._bonus_if_scored: np.ndarray = np.zeros(0)
         self._by_path: dict[str, int] = {}
+        self._vocab: dict[str, int] = {}
+        self._idf = np.zeros(0)
+        self._idf_unseen = 0.0
+        self._p_off = np.zeros(1, dtype=np.int64)
+        self._p_doc = np.zeros(0, dtype=np.int32)
+        self._p_w = np.zeros(0)
+        self._q_off = np.zeros(1, dtype=np.int64)
+        self._q_phrase = np.zeros(0, dtype=np.int32)
+        self._ph_doc = np.zeros(0, dtype=np.int32)
+        self._ph_kind = np.zeros(0, dtype=np.int8)
+        self._ph_len = np.zeros(0, dtype=np.int32)
+        self._ph_norm = np.zeros(0)
+        self._ph_holders = np.zeros(0)
+        self._ph_list: list[_Phrase] = []
+        self._bonus_if_scored = np.zeros(0)
+        self._neighbours: list[tuple[int, ...]] = []
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -259,9 +276,10 @@ class SearchIndex:
     def update(self, vault: Vault, change: LinkChange) -> None:
         """Bring the index up to date after `vault.update_file`/`remove_file` returned `change`.
 
-        Only the changed notes are re-tokenized (the expensive part); the numeric arrays are then
-        recomputed from the cached token counts, because one note changes the IDF and the average length
-        that every weight depends on: the result is exactly what a fresh `build` would give.
+        Only the changed notes are re-tokenized (the expensive part); the arrays are then recomputed from
+        the cached term counts, because one note changes the IDF and the average length every weight
+        depends on: the result is exactly what a fresh `build` of the new vault gives. Notes in
+        `change.relinked` keep their tokens and get their new neighbours.
         """
         for path in change.changed:
             self._cache.pop(path, None)
@@ -284,9 +302,8 @@ class SearchIndex:
             mode = _indexable(note)
             if mode is False:
                 continue
-            key = (note.path, note.digest or str(len(note.text)))
             doc = self._cache.get(path)
-            if doc is None or doc.key != key or doc.note is not note and doc.note.text != note.text:
+            if doc is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
                 doc = _read_doc(note, full=mode is True)
             else:
                 doc.note = note
@@ -298,51 +315,76 @@ class SearchIndex:
         self._by_path = {d.note.path: i for i, d in enumerate(docs)}
         n = len(docs)
 
+        # Term ids, assigned in first-seen order over notes in id order (deterministic).
+        vocab: dict[str, int] = {}
+        terms: list[int] = []
+        owners: list[int] = []
+        counts: list[int] = []
+        fields: list[int] = []
+        for i, d in enumerate(docs):
+            for f, tf in enumerate(d.fields):
+                if not tf:
+                    continue
+                terms.extend([vocab.setdefault(t, len(vocab)) for t in tf])
+                counts.extend(tf.values())
+                owners.extend([i] * len(tf))
+                fields.extend([f] * len(tf))
+        v = len(vocab)
+        self._vocab = vocab
+        t_arr = np.asarray(terms, dtype=np.int64)
+        d_arr = np.asarray(owners, dtype=np.int64)
+        c_arr = np.asarray(counts, dtype=np.float64)
+        f_arr = np.asarray(fields, dtype=np.int64)
+
         # BM25F: a per-note pseudo term frequency mixing the fields by weight; only the body is
         # length-normalised (titles, aliases and labels are short by nature).
-        avg_body = (sum(d.body_len for d in docs) / n) if n else 1.0
-        avg_body = avg_body or 1.0
-        df: Counter[str] = Counter()
-        pseudo: list[dict[str, float]] = []
-        w_body = FIELD_WEIGHTS["body"]
-        short = [(name, FIELD_WEIGHTS[name]) for name in ("title", "aliases", "slug", "answers", "labels", "headings")]
-        for d in docs:
-            norm = w_body / (1.0 - BM25_B + BM25_B * d.body_len / avg_body)
-            tf: dict[str, float] = {t: c * norm for t, c in d.fields["body"].items()}
-            for name, weight in short:
-                for t, c in d.fields[name].items():
-                    tf[t] = tf.get(t, 0.0) + c * weight
-            df.update(tf.keys())
-            pseudo.append(tf)
-        self._idf = {t: _idf(n, c) for t, c in df.items()}
-        self._idf_unseen = _idf(n, 0)
+        body = f_arr == _BODY
+        body_len = np.bincount(d_arr[body], weights=c_arr[body], minlength=n)
+        avg = float(body_len.mean()) if n else 1.0
+        norm = 1.0 / (1.0 - BM25_B + BM25_B * body_len / (avg or 1.0))
+        weights = np.asarray([FIELD_WEIGHTS[name] for name in _FIELDS])
+        pseudo = c_arr * weights[f_arr] * np.where(body, norm[d_arr] if n else 1.0, 1.0)
+        keys, inverse = np.unique(d_arr * max(v, 1) + t_arr, return_inverse=True)
+        pseudo = np.bincount(inverse, weights=pseudo)
+        p_doc = keys // max(v, 1)
+        p_term = keys % max(v, 1)
+        df = np.bincount(p_term, minlength=v)
+        self._idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
+        sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
+        order = np.argsort(p_term, kind="stable")  # keys are sorted by note, so notes stay ascending
+        self._p_off = _csr(p_term, v)
+        self._p_doc = p_doc[order].astype(np.int32)
+        self._p_w = (sat * self._idf[p_term])[order]
 
-        lists: dict[str, tuple[list[int], list[float]]] = {}
-        k1 = BM25_K1
-        for i, tf in enumerate(pseudo):
-            for t, f in tf.items():
-                entry = lists.get(t)
-                if entry is None:
-                    entry = lists[t] = ([], [])
-                entry[0].append(i)
-                entry[1].append(f * (k1 + 1.0) / (f + k1))
-        idf = self._idf
-        self._postings = {
-            t: (np.asarray(ids, dtype=np.int32), np.asarray(ws, dtype=np.float64) * idf[t])
-            for t, (ids, ws) in lists.items()
-        }
-
-        phrase_index: dict[str, list[tuple[int, int]]] = {}
+        # Phrases and their term index.
+        ph_list: list[_Phrase] = []
+        ph_doc: list[int] = []
+        q_terms: list[int] = []
+        q_phrase: list[int] = []
         for i, d in enumerate(docs):
-            for j, p in enumerate(d.phrases):
-                for t in p.tokens:
-                    phrase_index.setdefault(t, []).append((i, j))
-        self._phrase_index = phrase_index
+            for p in d.phrases:
+                k = len(ph_list)
+                ph_list.append(p)
+                ph_doc.append(i)
+                q_terms.extend(vocab[t] for t in p.tokens)
+                q_phrase.extend([k] * len(p.tokens))
+        m = len(ph_list)
+        self._ph_list = ph_list
+        self._ph_doc = np.asarray(ph_doc, dtype=np.int32)
+        self._ph_kind = np.asarray([p.kind for p in ph_list], dtype=np.int8)
+        self._ph_len = np.asarray([len(p.tokens) for p in ph_list], dtype=np.int32)
+        qt = np.asarray(q_terms, dtype=np.int64)
+        qp = np.asarray(q_phrase, dtype=np.int64)
+        self._ph_norm = np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)) if m else np.zeros(0)
+        order = np.argsort(qt, kind="stable")
+        self._q_off = _csr(qt, v)
+        self._q_phrase = qp[order].astype(np.int32)
         # How many notes carry each alias (as a token set): a shared alias names none of them.
-        alias_holders: Counter[tuple[str, ...]] = Counter()
+        holders: Counter[tuple[str, ...]] = Counter()
         for d in docs:
-            alias_holders.update({p.tokens for p in d.phrases if p.kind == "alias"})
-        self._alias_holders = alias_holders
+            holders.update({p.tokens for p in d.phrases if p.kind == _K_ALIAS})
+        self._ph_holders = np.asarray([holders[p.tokens] if p.kind == _K_ALIAS else 1 for p in ph_list], dtype=np.float64)
 
         bonus = np.zeros(n)
         for i, d in enumerate(docs):
@@ -371,96 +413,79 @@ class SearchIndex:
         unique = sorted(set(tokens))
         n = len(self._docs)
         if not unique or n == 0 or k <= 0:
-            return SearchResult(query, tokens, [], False, {"candidates": 0, "elapsed_ms": _ms(started)})
+            return SearchResult(query, tokens, [], False, {"tokens": list(tokens), "candidates": 0, "elapsed_ms": _ms(started)})
 
-        idf = self._idf
-        unseen = self._idf_unseen
-        q_idf = {t: idf.get(t, unseen) for t in unique}
-        mass = sum(q_idf.values())
+        vocab = self._vocab
+        known = [vocab[t] for t in unique if t in vocab]
+        idf_known = self._idf[known] if known else np.zeros(0)
+        mass = float(idf_known.sum()) + self._idf_unseen * (len(unique) - len(known))
+        q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(unique) - len(known)))
 
         # BM25F and coverage (IDF mass of the question found in each note), one pass over the postings.
-        present = [t for t in unique if t in self._postings]
-        if present:
-            post = [self._postings[t] for t in present]
-            doc_ids = np.concatenate([p[0] for p in post])
-            bm25 = np.bincount(doc_ids, weights=np.concatenate([p[1] for p in post]), minlength=n)
-            covered = np.bincount(
-                doc_ids, weights=np.repeat([q_idf[t] for t in present], [len(p[0]) for p in post]), minlength=n
-            )
-        else:
-            bm25 = np.zeros(n)
-            covered = np.zeros(n)
-        best_bm25 = float(bm25.max()) if present else 0.0
-        coverage = covered / mass
-        scores = bm25 * (BM25_POINTS / best_bm25) if best_bm25 > 0 else np.zeros(n)
-
-        # Phrase signals: only phrases sharing a token with the question are touched.
-        qset = set(unique)
-        touched: dict[tuple[int, int], int] = {}
-        for t in unique:
-            for ref in self._phrase_index.get(t, ()):
-                touched[ref] = touched.get(ref, 0) + 1
-        extra: dict[int, list[tuple[float, str]]] = {}
-        q_norm = math.sqrt(sum(v * v for v in q_idf.values()))
-        for (i, j), hits in sorted(touched.items()):
-            p = self._docs[i].phrases[j]
-            if p.kind == "answer":
-                shared = sum(q_idf[t] ** 2 for t in p.tokens if t in qset)
-                a_norm = math.sqrt(sum(idf.get(t, unseen) ** 2 for t in p.tokens))
-                sim = shared / (q_norm * a_norm) if a_norm else 0.0
-                if sim >= ANSWERS_MIN:
-                    reason = "answers-full" if sim >= ANSWERS_FULL else f"answers-partial:{sim:.2f}"
-                    extra.setdefault(i, []).append((ANSWERS_POINTS * sim, reason))
-                continue
-            share = sum(q_idf[t] for t in p.tokens if t in qset) / mass
-            if p.kind == "title" and hits < len(p.tokens):
-                # Part of the title: the note's name still says what it is about.
-                extra.setdefault(i, []).append((TITLE_PARTIAL_POINTS * share, "title-partial"))
-                continue
-            if hits < len(p.tokens):
-                continue  # every token of the phrase must be in the question
-            if p.kind == "alias":
-                points, reason = ALIAS_POINTS * share / self._alias_holders[p.tokens], f"alias:{p.text}"
-            elif p.kind == "title":
-                points, reason = TITLE_POINTS * share, "title"
-            elif p.kind == "slug":
-                points, reason = SLUG_POINTS * share, "slug"
-            elif p.kind == "domain":
-                points, reason = DOMAIN_POINTS * share, f"domain:{p.text}"
+        scores = np.zeros(n)
+        bm25 = scores
+        covered = scores
+        best_bm25 = 0.0
+        if known:
+            starts = self._p_off[known]
+            ends = self._p_off[np.asarray(known) + 1]
+            lengths = ends - starts
+            if len(known) == 1:
+                doc_ids = self._p_doc[starts[0] : ends[0]]
+                w = self._p_w[starts[0] : ends[0]]
             else:
-                points, reason = TAG_POINTS * share, f"tag:{p.text}"
-            extra.setdefault(i, []).append((points, reason))
+                doc_ids = np.concatenate([self._p_doc[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+                w = np.concatenate([self._p_w[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+            bm25 = np.bincount(doc_ids, weights=w, minlength=n)
+            covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=n)
+            best_bm25 = float(bm25.max())
+            if best_bm25 > 0:
+                scores = bm25 * (BM25_POINTS / best_bm25)
+        coverage = covered / mass
 
-        reasons: dict[int, list[str]] = {}
-        for i, items in extra.items():
-            # One alias and one sample question count (the best); labels and title/slug add up.
-            best: dict[str, tuple[float, str]] = {}
-            total = 0.0
-            kept: list[str] = []
-            for points, reason in items:
-                group = reason.split(":", 1)[0] if reason.startswith(("alias:", "answers")) else reason
-                if group.startswith("answers"):
-                    group = "answers"
-                if group in ("alias", "answers"):
-                    if group not in best or points > best[group][0]:
-                        best[group] = (points, reason)
-                else:
-                    total += points
-                    kept.append(reason)
-            for group in ("alias", "answers"):
-                if group in best:
-                    total += best[group][0]
-                    kept.insert(0 if group == "alias" else len(kept), best[group][1])
-            scores[i] += total
-            reasons[i] = kept
+        # Phrase signals, vectorized over the phrases that share a token with the question.
+        if known:
+            q_starts = self._q_off[known]
+            q_ends = self._q_off[np.asarray(known) + 1]
+            q_len = q_ends - q_starts
+            ph = np.concatenate([self._q_phrase[a:b] for a, b in zip(q_starts.tolist(), q_ends.tolist())])
+        else:
+            ph = np.zeros(0, dtype=np.int32)
+        if ph.size:
+            idf_rep = np.repeat(idf_known, q_len)
+            touched, inverse = np.unique(ph, return_inverse=True)
+            hits = np.bincount(inverse)
+            inside = np.bincount(inverse, weights=idf_rep)
+            squares = np.bincount(inverse, weights=idf_rep * idf_rep)
+            kind = self._ph_kind[touched]
+            full = hits == self._ph_len[touched]
+            share = inside / mass
+            sim = squares / (q_norm * np.maximum(self._ph_norm[touched], 1e-12))
+            points = np.zeros(touched.size)
+            points = np.where(kind == _K_TITLE, np.where(full, TITLE_POINTS, TITLE_PARTIAL_POINTS) * share, points)
+            points = np.where((kind == _K_SLUG) & full, SLUG_POINTS * share, points)
+            points = np.where((kind == _K_ALIAS) & full, ALIAS_POINTS * share / self._ph_holders[touched], points)
+            points = np.where((kind == _K_DOMAIN) & full, DOMAIN_POINTS * share, points)
+            points = np.where((kind == _K_TAG) & full, TAG_POINTS * share, points)
+            points = np.where((kind == _K_ANSWER) & (sim >= ANSWERS_MIN), ANSWERS_POINTS * sim, points)
+            owner = self._ph_doc[touched]
+            # One alias and one sample question count per note (the best); title, slug and labels add up.
+            best_of = (kind == _K_ALIAS) | (kind == _K_ANSWER)
+            add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=n)
+            for group in (_K_ALIAS, _K_ANSWER):
+                sel = kind == group
+                if sel.any():
+                    top = np.zeros(n)
+                    np.maximum.at(top, owner[sel], points[sel])
+                    add = add + top
+            scores = scores + add
         scored = scores > 0
         scores = scores + np.where(scored, self._bonus_if_scored, 0.0)
         scores[scored & (scores <= 0)] = 1e-6  # a matching note with a low priority is still a candidate
 
-        direct = scores.copy()
+        direct = scores
         candidates = int(np.count_nonzero(scored))
-        order = _top(direct, GRAPH_SEEDS)
-        seeds = [i for i in order if direct[i] > 0]
+        seeds = [i for i in _top(direct, GRAPH_SEEDS) if direct[i] > 0]
 
         # Graph: a neighbour of a seed is lifted to a share of the seed's score (never above its seed),
         # and strictly below every note that really matches the question.
@@ -475,17 +500,18 @@ class SearchIndex:
                 value = min(GRAPH_SHARE * float(direct[s]), ceiling)
                 if value > direct[nb] and (nb not in lifted or value > lifted[nb][0]):
                     lifted[nb] = (value, self._docs[s].id)
-        final = direct
-        for nb, (value, _seed) in sorted(lifted.items()):
+        final = direct.copy() if lifted else direct
+        for nb, (value, _seed) in lifted.items():
             final[nb] = value
 
         top = _top(final, k)
-        hits: list[Hit] = []
+        qset = set(unique)
+        hits_out: list[Hit] = []
         for i in top:
             if final[i] <= 0:
                 break
             d = self._docs[i]
-            why = list(reasons.get(i, ()))
+            why = self._reasons(d, qset, mass, q_norm)
             if bm25[i] > 0:
                 why.append(f"bm25:{BM25_POINTS * bm25[i] / best_bm25:.2f}")
             if scored[i]:
@@ -495,17 +521,17 @@ class SearchIndex:
                     why.append("moc-hub")
             if i in lifted:
                 why.append(f"graph-from:{lifted[i][1]}")
-            hits.append(
+            hits_out.append(
                 Hit(d.note, d.id, round(float(final[i]), 4), tuple(why), direct=bool(scored[i]), coverage=round(float(coverage[i]), 4))
             )
 
-        best_cov = max((h.coverage for h in hits if h.direct), default=0.0)
+        best_cov = max((h.coverage for h in hits_out if h.direct), default=0.0)
         # Evidence: the best direct note's BM25F as a share of what a note holding every question token
         # strongly would get. Unseen tokens count at full IDF, body-only single mentions count little.
         ideal = mass * (BM25_K1 + 1.0)
-        evidence = max((float(bm25[i]) / ideal for i in top if scored[i]), default=0.0)
+        evidence = max((float(bm25[i]) / ideal for i in top if scored[i]), default=0.0) if known else 0.0
         grounded = evidence >= GROUND_EVIDENCE
-        if self.config.min_score is not None and (not hits or hits[0].score < self.config.min_score):
+        if self.config.min_score is not None and (not hits_out or hits_out[0].score < self.config.min_score):
             grounded = False
         stats = {
             "tokens": list(tokens),
@@ -517,11 +543,47 @@ class SearchIndex:
             "evidence": round(evidence, 4),
             "elapsed_ms": _ms(started),
         }
-        return SearchResult(query, tokens, hits, grounded, stats)
+        return SearchResult(query, tokens, hits_out, grounded, stats)
 
-
-def _idf(n: int, df: int) -> float:
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    def _reasons(self, d: _Doc, qset: set[str], mass: float, q_norm: float) -> list[str]:
+        """The phrase reasons of one note, in a stable order (alias, title, slug, answers, labels)."""
+        idf = self._idf
+        vocab = self._vocab
+        alias: tuple[float, str] | None = None
+        answer: tuple[float, str] | None = None
+        title: list[str] = []
+        labels: list[str] = []
+        for p in d.phrases:
+            present = [t for t in p.tokens if t in qset]
+            if not present:
+                continue
+            full = len(present) == len(p.tokens)
+            if p.kind == _K_ANSWER:
+                shared = sum(float(idf[vocab[t]]) ** 2 for t in present)
+                norm = math.sqrt(sum(float(idf[vocab[t]]) ** 2 for t in p.tokens))
+                sim = shared / (q_norm * norm) if norm else 0.0
+                if sim >= ANSWERS_MIN and (answer is None or sim > answer[0]):
+                    answer = (sim, "answers-full" if sim >= ANSWERS_FULL else f"answers-partial:{sim:.2f}")
+            elif p.kind == _K_TITLE:
+                title.append("title" if full else "title-partial")
+            elif not full:
+                continue
+            elif p.kind == _K_SLUG:
+                title.append("slug")
+            elif p.kind == _K_ALIAS:
+                share = sum(float(idf[vocab[t]]) for t in present) / mass
+                if alias is None or share > alias[0]:
+                    alias = (share, f"alias:{p.text}")
+            elif p.kind == _K_DOMAIN:
+                labels.append(f"domain:{p.text}")
+            else:
+                labels.append(f"tag:{p.text}")
+        out = [alias[1]] if alias else []
+        out.extend(title)
+        if answer:
+            out.append(answer[1])
+        out.extend(labels)
+        return out
 
 
 def _ms(started: float) -> float:

@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "fold", "stem", "tokenize", "words"]
+__all__ = ["STOP_WORDS", "count_tokens", "fold", "stem", "tokenize", "tokenize_short", "words"]
 
 _CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
 _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
-# An elided article/pronoun is one letter (or `qu`) followed by an apostrophe inside a word: `l'école`.
-# Removing it here keeps a lone `c` (the C language) distinct from the `c'` of `c'est`.
-_ELISION = re.compile(r"(?<![^\W\d_])(?:qu|[ldjnsmtc])['’`ʼ](?=[^\W\d_])", re.IGNORECASE)
+# Elided articles and pronouns (`l'`, `d'`, `qu'`, `j'`, `n'`, `s'`, `m'`, `t'`) split off as one-letter
+# words (or `qu`) that are stop words. `c'` is the exception: a lone `c` is the C language, so the `c'`
+# of `c'est` is removed before splitting.
+_ELISION = re.compile(r"\bc['’ʼ`](?=\w)")
 _WORD = re.compile(r"[^\W_]+")
 
 _FRENCH = """
@@ -101,13 +103,14 @@ def stem(word: str) -> str:
 
 
 def _prepare(text: str) -> str:
+    text = text.lower()
     if "+" in text:
         text = _CPP.sub(" cpp ", text)
-    if "#" in text:
+    if "#" in text and "c" in text:
         text = _CSHARP.sub(" csharp ", text)
-    if "'" in text or "’" in text or "`" in text or "ʼ" in text:
+    if "c'" in text or "c’" in text or "c`" in text or "cʼ" in text:
         text = _ELISION.sub(" ", text)
-    return text.lower()
+    return text
 
 
 def words(text: str) -> list[str]:
@@ -120,7 +123,57 @@ def words(text: str) -> list[str]:
     return out
 
 
+def _tokens_slow(text: str) -> list[str]:
+    token = _token
+    return [t for t in map(token, _WORD.findall(text)) if t]
+
+
+# Fast path for long texts: bytes.translate + split run in C. ASCII punctuation becomes a blank, ASCII
+# letters are lowercased, every non-ASCII byte stays inside its word; a raw word is then mapped to its
+# tokens through a cache, and the rare word with non-ASCII punctuation glued to it (`l’objectif`,
+# `«mot»`) takes the regex path above once, on its first appearance.
+_TABLE = bytes(
+    (c + 32 if 65 <= c <= 90 else c) if (c >= 0x80 or chr(c).isalnum()) else 32 for c in range(256)
+)
+_RAW: dict[bytes, tuple[str, ...]] = {}
+
+
+def _raw_tokens(raw: bytes) -> tuple[str, ...]:
+    found = _RAW.get(raw)
+    if found is None:
+        found = tuple(_tokens_slow(raw.decode("utf-8", "replace")))
+        if len(_RAW) < 1 << 20:
+            _RAW[raw] = found
+    return found
+
+
+@lru_cache(maxsize=1 << 16)
+def tokenize_short(text: str) -> tuple[str, ...]:
+    """`tokenize` for short strings that repeat across notes (tags, aliases, sample questions), cached."""
+    return tuple(tokenize(text))
+
+
 def tokenize(text: str) -> list[str]:
     """The index tokens of `text`, in order, repeats kept (term frequencies need them)."""
-    token = _token
-    return [t for t in map(token, _WORD.findall(_prepare(text))) if t]
+    out: list[str] = []
+    get = _RAW.get
+    for raw in _prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split():
+        found = get(raw)
+        if found is None:
+            found = _raw_tokens(raw)
+        out.extend(found)
+    return out
+
+
+def count_tokens(text: str) -> dict[str, int]:
+    """Term frequencies of `text` (the same tokens as `tokenize`), computed over distinct raw words."""
+    raw_counts = Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
+    out: dict[str, int] = {}
+    get = _RAW.get
+    for raw, count in raw_counts.items():
+        found = get(raw)
+        if found is None:
+            found = _raw_tokens(raw)
+        for token in found:
+            out[token] = out.get(token, 0) + count
+    return out

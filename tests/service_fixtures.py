@@ -160,14 +160,14 @@ def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
 def langfuse_settings(fake: FakeOllama, collector: LangfuseCollector, **overrides: Any) -> Settings:
     """Settings with tracing on, pointed at the collector. The public key is unique per call: the SDK keeps
     one client per public key for the life of the process, and a test must not reuse a shut-down one."""
-    return service_settings(
-        fake,
-        langfuse_public_key=f"pk-lf-test-{uuid.uuid4().hex[:12]}",
-        langfuse_secret_key=f"sk-lf-SECRET-{uuid.uuid4().hex}",
-        langfuse_base_url=collector.url,
-        langfuse_flush_interval=0.1,
-        **overrides,
-    )
+    values: dict[str, Any] = {
+        "langfuse_public_key": f"pk-lf-test-{uuid.uuid4().hex[:12]}",
+        "langfuse_secret_key": f"sk-lf-SECRET-{uuid.uuid4().hex}",
+        "langfuse_base_url": collector.url,
+        "langfuse_flush_interval": 0.1,
+    }
+    values.update(overrides)
+    return service_settings(fake, **values)
 
 
 def write_note(root: Path, rel: str, meta: str, body: str) -> Path:

@@ -369,14 +369,21 @@ def test_reload_with_a_broken_note_keeps_serving(fake_ollama: FakeOllama, servic
     with run_server(service_settings(fake_ollama), service_vault) as server:
         client = server.client()
         broken = service_vault / "10-Projets" / "casse.md"
-        broken.write_text("---\ntitle: [non fermé\nslug: casse\n---\n\nCorps.\n", encoding="utf-8")
+        broken.write_text("---\ntitle: [non fermé\nslug: casse\n---\n\nCorps de la note cassée.\n", encoding="utf-8")
+        hidden = service_vault / "30-Parcours" / "prive-casse.md"
+        hidden.write_text("---\ntitle: [oups\nvisibility: private\n---\n\nMARQUEUR-PRIVE-CASSE\n", encoding="utf-8")
         r = client.post("/reload-vault")
         assert r.status_code == 200
-        problems = r.json()["problems"]
-        assert [p["path"] for p in problems] == ["10-Projets/casse.md"]
-        assert problems[0]["line"] >= 1 and problems[0]["code"]
-        assert "casse" not in r.json()["added"]  # unknown visibility: not served
+        body = r.json()
+        problems = {p["path"]: p for p in body["problems"]}
+        assert set(problems) == {"10-Projets/casse.md", "30-Parcours/prive-casse.md"}
+        assert all(p["line"] >= 1 and p["code"] for p in problems.values())
+        assert "MARQUEUR-PRIVE-CASSE" not in r.text and "oups" not in r.text
+        assert "casse" in body["added"]  # no visibility: served from its file name and body, as lint shows
+        assert "prive-casse" not in body["added"]  # a non-public visibility in broken YAML: hidden
         assert client.get("/ask", params={"q": RUST}).status_code == 200
+        client.get("/ask", params={"q": "oups prive casse"})
+        assert "MARQUEUR-PRIVE-CASSE" not in "".join(fake_ollama.chat_prompts())
 
 
 def test_reload_of_a_missing_vault_keeps_the_old_one(fake_ollama: FakeOllama, service_vault: Path) -> None:

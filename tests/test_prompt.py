@@ -83,12 +83,18 @@ def test_private_or_unreadable_notes_never_enter_the_prompt() -> None:
     public = note("public", "Texte public.")
     private = note("secret", "MARQUEUR-PRIVE", visibility="private")
     typo = note("typo", "MARQUEUR-TYPO", visibility="privte")
-    broken = note("casse", "MARQUEUR-CASSE", visibility=None, problems=[Problem("notes/casse.md", 2, 1, "bad yaml", "yaml-error")])
+    yaml_error = [Problem("notes/casse.md", 2, 1, "bad yaml", "yaml-error")]
+    broken = note("casse", "MARQUEUR-CASSE", visibility=None, problems=yaml_error)
+    broken.text = "---\ntitle: [casse\nvisibility: private\n---\nMARQUEUR-CASSE"
+    degraded = note("degradee", "Corps lisible.", visibility=None, problems=yaml_error)
+    degraded.text = "---\ntitle: [casse\nvisibility: public\n---\nCorps lisible."
     plain = note("sans-frontmatter", "Texte d'une note sans frontmatter.", visibility=None, problems=[Problem("x", 1, 1, "none", "no-frontmatter")])
-    assert [is_servable(n) for n in (public, private, typo, broken, plain)] == [True, False, False, False, True]
-    prompt = build_prompt("q", result([hit(private, 30), hit(public, 20), hit(typo, 19), hit(broken, 18), hit(plain, 17)]))
+    binary = note("binaire", "MARQUEUR-BINAIRE", visibility=None, problems=[Problem("x", 1, 1, "binary", "binary")])
+    notes = (public, private, typo, broken, degraded, plain, binary)
+    assert [is_servable(n) for n in notes] == [True, False, False, False, True, True, False]
+    prompt = build_prompt("q", result([hit(n, 30 - i) for i, n in enumerate(notes)]))
     assert "MARQUEUR" not in prompt.user
-    assert [c.hit.id for c in prompt.notes] == ["public", "sans-frontmatter"]
+    assert [c.hit.id for c in prompt.notes] == ["public", "degradee", "sans-frontmatter"]
     # Only hidden notes: nothing credible is left, so the prompt is ungrounded.
     assert not build_prompt("q", result([hit(private, 30)])).grounded
 

@@ -257,6 +257,11 @@ def test_range_phrasings(tmp_path, sentence):
         ("Ce n'est pas une liste fermée.", False),
         ("Not a closed list.", False),
         ("Plus libres que les domaines.", False),
+        ("Les tags forment une liste fermée.", True),
+        ("Comme les domaines, les tags sont une liste fermée.", True),
+        # Said of another field: not this section's rule.
+        ("Contrairement aux domaines (liste fermée), les tags sont libres.", False),
+        ("Les domaines sont une liste fermée, voir plus haut.", False),
     ],
 )
 def test_closed_phrasings(tmp_path, prose, closed):
@@ -382,3 +387,44 @@ def test_find_taxonomy(tmp_path):
     assert find_taxonomy(vault) == inside
     explicit = tmp_path / "other.md"
     assert find_taxonomy(vault, explicit) == explicit  # returned even if missing: loading it reports that
+
+
+# -- robustness ------------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "## Domaines (`domains:`)", "## Tags (`tags`)", "### Sous-partie", "# Titre", "## Priorité (`priority:`)",
+        "Liste fermée.", "Liste ouverte.", "Entre 1 et 4 domaines.", "entre 5 et 2 tags", "Entier de 1 à 10.",
+        "au moins 3 aliases", "au plus", "de 2 à", "1–", "| Slug | Libellé |", "|---|---|", "| `ia` | IA |",
+        "| `a` \\| b |", "|", "- `public` : oui", "- `private`", "-", "```yaml vaulttools", "```yaml", "```",
+        "required: [title]", "counts: {tags: [1, 2]}", "counts: [", "values: {type: [a]}", "closed: [type]",
+        "<!--", "-->", "---", "", "   ", "Libre.", "champs obligatoires : `title`", "\t", "`", "**",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=30)), max_size=40))
+def test_any_text_parses_or_raises_taxonomy_error(tmp_path, lines):
+    """Whatever the file holds, the result is a Taxonomy or a TaxonomyError naming the file: never a traceback."""
+    path = tmp_path / "TAXONOMIE.md"
+    path.write_text("\n".join(lines), encoding="utf-8", errors="surrogatepass")
+    try:
+        taxonomy = load_taxonomy(path)
+    except TaxonomyError as exc:
+        assert str(exc).startswith(str(path))
+        return
+    for bounds in [*taxonomy.counts.values(), *taxonomy.ranges.values()]:
+        assert bounds.min is None or bounds.max is None or bounds.min <= bounds.max
+    for name, vocabulary in taxonomy.vocabularies.items():
+        assert vocabulary.field == name and vocabulary.values
+
+
+def test_pathological_lines_are_quick(tmp_path):
+    text = "## Tags (`tags:`)\n\n" + "|" + "-" * 20000 + "x\n" + "1 " * 20000 + "\n" + "entre " * 5000 + "\n| `a` |\n"
+    # No timing assertion (see HELPERS.md): the pytest timeout catches a catastrophic regex.
+    with pytest.raises(TaxonomyError):
+        load_taxonomy(write(tmp_path, text))

@@ -382,18 +382,6 @@ def _as_list(value: Any) -> list[str]:
     return []
 
 
-def _quoted_seq(items: Sequence[str], like: Any = None) -> CommentedSeq:
-    seq = CommentedSeq(DoubleQuotedScalarString(i) for i in items)
-    if isinstance(like, CommentedSeq) and not items:
-        seq.fa.set_flow_style()  # keep `[]` for an empty list, as the template wrote it
-    return seq
-
-
-def _set(meta: CommentedMap, key: str, value: Any) -> None:
-    """Set a key in place (comments and order kept), or add it at the end."""
-    meta[key] = value
-
-
 def _vocabulary_filter(
     taxonomy: Taxonomy | None, key: str, values: list[str], explicit: Sequence[str], notes: list[str]
 ) -> list[str]:
@@ -440,30 +428,98 @@ def render_note(
     notes: list[str] = []
 
     taken = existing_slugs(vault)
+    final_slug = _choose_slug(vault, note_type, title, slug, taken, notes)
+    path = vault / _type_folder(vault, note_type) / f"{final_slug}.md"
+    where, template = find_template(note_type, vault)
+    meta, body, parser = _template_meta(template, where, title, now)
+
+    meta["title"] = DoubleQuotedScalarString(title)
+    meta["slug"] = DoubleQuotedScalarString(final_slug)
+    meta["type"] = note_type
+    if "source" not in meta:
+        meta["source"] = "manual"
+
+    # Domains: the template's, the ones asked for, else a domain whose slug is a word of the title.
+    wanted_domains = [*_as_list(meta.get("domains")), *domains]
+    vocabulary = taxonomy.vocabulary("domains") if taxonomy else None
+    if not domains and vocabulary is not None:
+        words = set(final_slug.split("-"))
+        guessed = [d for d in vocabulary.values if d in words and d not in wanted_domains]
+        if guessed:
+            notes.append(f"domains: guessed {', '.join(guessed)} from the title; check them")
+        wanted_domains += guessed
+    meta["domains"] = _seq(_vocabulary_filter(taxonomy, "domains", wanted_domains, domains, notes))
+    meta["tags"] = _seq(_vocabulary_filter(taxonomy, "tags", [*_as_list(meta.get("tags")), *tags], tags, notes))
+
+    # Starters come from the slug the title gives, not from a `-2` made to keep it unique.
+    alias_slug = slugify(title) or final_slug
+    if note_type == "moc" and not alias_slug.startswith("moc-"):
+        alias_slug = f"moc-{alias_slug}"
+    aliases = [*starter_aliases(title, alias_slug, note_type), *_as_list(meta.get("aliases"))]
+    meta["aliases"] = _seq(_unique(aliases), quoted=True)
+    answers = _as_list(meta.get("answers")) or [
+        fill_placeholders(a.replace("{title}", "{{title}}"), title, now) for a in DEFAULT_ANSWERS[note_type]
+    ]
+    meta["answers"] = _seq(_unique(answers), quoted=True)
+
+    priority = meta.get("priority")
+    bounds = taxonomy.ranges.get("priority") if taxonomy else None
+    if isinstance(priority, int) and not isinstance(priority, bool) and bounds and not bounds.allows(priority):
+        clamped = priority
+        if bounds.min is not None:
+            clamped = max(clamped, bounds.min)
+        if bounds.max is not None:
+            clamped = min(clamped, bounds.max)
+        notes.append(f"priority: the template's {priority} is outside {bounds.describe()}; set to {clamped}")
+        meta["priority"] = clamped
+
+    linked = _as_list(meta.get("linked"))
+    hub = TYPE_HUBS.get(note_type)
+    if hub and hub.casefold() in taken:  # only a hub that exists: a broken link would be a lint error
+        linked.append(f"[[{Path(taken[hub.casefold()]).stem}]]")
+    meta["linked"] = _seq(_unique(linked), quoted=True)
+    meta["related"] = _seq(_unique(_as_list(meta.get("related"))), quoted=True)
+    meta["updated"] = now.date()
+    meta["visibility"] = "private"  # always: the author publishes a note once it has been read
+
+    buffer = io.StringIO()
+    parser.dump(meta, buffer)
+    text = f"---\n{buffer.getvalue()}---\n{fill_placeholders(body, title, now)}"
+    if not text.endswith("\n"):
+        text += "\n"
+    parsed = _check_parses(text, path.relative_to(vault).as_posix(), where)
+    notes.extend(_what_to_fill(parsed, taxonomy))
+    return NewNote(path=path, slug=final_slug, note_type=note_type, text=text, meta=parsed, template=where, notes=notes)
+
+
+def _choose_slug(
+    vault: Path, note_type: str, title: str, slug: str | None, taken: dict[str, str], notes: list[str]
+) -> str:
+    """The given slug if it is kebab-case and free, else the title's, made unique."""
     if slug is not None:
         wanted = slug.strip()
         if slugify(wanted) != wanted:
             raise AuthoringError(f"--slug {slug!r} is not kebab-case; try {slugify(wanted)!r}")
-        if wanted.casefold() in taken:
-            used_by = taken[wanted.casefold()]
+        used_by = taken.get(wanted.casefold())
+        if used_by is not None:
             if used_by.casefold() == f"{_type_folder(vault, note_type)}/{wanted}.md".casefold():
                 raise NoteExistsError(f"{vault / used_by} already exists; not overwriting it (choose another --slug)")
             raise NoteExistsError(f"slug {wanted!r} is already used by {used_by}; nothing written")
-        final_slug = wanted
-    else:
-        base = slugify(title)
-        if not base:
-            raise AuthoringError(f"cannot make a slug from the title {title!r}; pass one with --slug")
-        if note_type == "moc" and not base.startswith("moc-") and base != "moc":
-            base = f"moc-{base}"
-        final_slug = unique_slug(base, taken)
-        if final_slug != base:
-            notes.append(f"slug {base!r} is already used by {taken[base.casefold()]}; this note is {final_slug!r}")
+        return wanted
+    base = slugify(title)
+    if not base:
+        raise AuthoringError(f"cannot make a slug from the title {title!r}; pass one with --slug")
+    if note_type == "moc" and not base.startswith("moc-") and base != "moc":
+        base = f"moc-{base}"
+    final = unique_slug(base, taken)
+    if final != base:
+        notes.append(f"slug {base!r} is already used by {taken[base.casefold()]}; this note is {final!r}")
+    return final
 
-    folder = _type_folder(vault, note_type)
-    path = vault / folder / f"{final_slug}.md"
 
-    where, template = find_template(note_type, vault)
+def _template_meta(template: str, where: str, title: str, now: _dt.datetime) -> tuple[CommentedMap, str, YAML]:
+    """The template's frontmatter as an editable YAML tree (comments kept, placeholders filled), its body,
+    and the YAML instance to write it back with."""
     head, body = _split_frontmatter(template, where)
     head = _BARE_PLACEHOLDER.sub(lambda m: f'{m.group(1)}"{m.group(2)}"', head)
     parser = _yaml()
@@ -479,71 +535,23 @@ def render_note(
     if not isinstance(meta, CommentedMap):
         raise AuthoringError(f"{where}: the template's frontmatter is not a mapping of fields")
     _fill_values(meta, title, now)
-
-    _set(meta, "title", DoubleQuotedScalarString(title))
-    _set(meta, "slug", DoubleQuotedScalarString(final_slug) if isinstance(meta.get("slug"), DoubleQuotedScalarString) else final_slug)
-    _set(meta, "type", note_type)
-    if "source" not in meta:
-        _set(meta, "source", "manual")
-
-    # Domains: the template's, the ones asked for, else a domain whose slug is a word of the title.
-    wanted_domains = [*_as_list(meta.get("domains")), *domains]
-    vocabulary = taxonomy.vocabulary("domains") if taxonomy else None
-    if not domains and vocabulary is not None:
-        words = set(final_slug.split("-"))
-        guessed = [d for d in vocabulary.values if d in words and d not in wanted_domains]
-        if guessed:
-            notes.append(f"domains: guessed {', '.join(guessed)} from the title; check them")
-        wanted_domains += guessed
-    kept_domains = _vocabulary_filter(taxonomy, "domains", wanted_domains, domains, notes)
-    _set(meta, "domains", _plain_seq(kept_domains, meta.get("domains")))
-    kept_tags = _vocabulary_filter(taxonomy, "tags", [*_as_list(meta.get("tags")), *tags], tags, notes)
-    _set(meta, "tags", _plain_seq(kept_tags, meta.get("tags")))
-
-    # Starters come from the slug the title gives, not from a `-2` made to keep it unique.
-    alias_slug = slugify(title) or final_slug
-    if note_type == "moc" and not alias_slug.startswith("moc-"):
-        alias_slug = f"moc-{alias_slug}"
-    aliases = _unique([*starter_aliases(title, alias_slug, note_type), *_as_list(meta.get("aliases"))])
-    _set(meta, "aliases", _quoted_seq(aliases, meta.get("aliases")))
-    answers = _as_list(meta.get("answers")) or [
-        fill_placeholders(a.replace("{title}", "{{title}}"), title, now) for a in DEFAULT_ANSWERS[note_type]
-    ]
-    _set(meta, "answers", _quoted_seq(_unique(answers), meta.get("answers")))
-
-    priority = meta.get("priority")
-    bounds = taxonomy.ranges.get("priority") if taxonomy else None
-    if isinstance(priority, int) and not isinstance(priority, bool) and bounds is not None and not bounds.allows(priority):
-        clamped = min(max(priority, bounds.min if bounds.min is not None else priority), bounds.max if bounds.max is not None else priority)
-        notes.append(f"priority: the template's {priority} is outside {bounds.describe()}; set to {clamped}")
-        _set(meta, "priority", clamped)
-
-    hub = TYPE_HUBS.get(note_type)
-    linked = _as_list(meta.get("linked"))
-    if hub and hub.casefold() in taken:
-        hub_name = Path(taken[hub.casefold()]).stem
-        linked.append(f"[[{hub_name}]]")
-    _set(meta, "linked", _quoted_seq(_unique(linked), meta.get("linked")))
-    if "related" not in meta:
-        _set(meta, "related", _quoted_seq([], CommentedSeq()))
-    _set(meta, "updated", now.date())
-    _set(meta, "visibility", "private")
-
-    buffer = io.StringIO()
-    parser.dump(meta, buffer)
-    text = f"---\n{buffer.getvalue()}---\n{fill_placeholders(body, title, now)}"
-    if not text.endswith("\n"):
-        text += "\n"
-    parsed = _check_parses(text, path.relative_to(vault).as_posix(), where)
-    notes.extend(_what_to_fill(parsed, taxonomy))
-    return NewNote(path=path, slug=final_slug, note_type=note_type, text=text, meta=parsed, template=where, notes=notes)
+    return meta, body, parser
 
 
-def _plain_seq(items: Sequence[str], like: Any) -> CommentedSeq:
-    seq = CommentedSeq(items)
+def _seq(items: Sequence[str], quoted: bool = False) -> CommentedSeq:
+    """A YAML list: `[]` when empty, else one item a line. Items are double-quoted when asked, and always
+    when a YAML 1.1 reader would not read them back as the same string (`no`, `2024`, `null`, `a: b`)."""
+    seq = CommentedSeq(DoubleQuotedScalarString(i) if quoted or not _reads_back(i) else i for i in items)
     if not items:
         seq.fa.set_flow_style()
     return seq
+
+
+def _reads_back(item: str) -> bool:
+    try:
+        return yaml.safe_load(f"- {item}") == [item]
+    except yaml.YAMLError:
+        return False
 
 
 def _type_folder(vault: Path, note_type: str) -> str:

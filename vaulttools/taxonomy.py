@@ -21,9 +21,10 @@ Allowed values
 Open or closed
     "Liste fermée" (also "liste close", "closed list", "vocabulaire fermé"; accents and case ignored) in the
     section's prose makes the vocabulary closed: an unknown value is an error. "Liste ouverte", "open list"
-    or a negation ("pas une liste fermée") keeps it open: an unknown value is a warning. Without either,
-    a list is open, except `visibility`, which is always closed (the engine treats any value but ``public``
-    as private, so an unknown one must be reported as an error).
+    or a negation ("pas une liste fermée") keeps it open: an unknown value is a warning. A sentence that
+    says it of another field only ("contrairement aux domaines (liste fermée), les tags sont libres") does
+    not count. Without either, a list is open, except `visibility`, which is always closed (the engine
+    treats any value but ``public`` as private, so an unknown one must be reported as an error).
 
 Counts and ranges
     A sentence of the prose (bullets included, tables and code excluded) that bounds a number of items sets
@@ -64,6 +65,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +344,7 @@ def _field_sections(sections: list[_Section]) -> list[_Section]:
 # Prose: sentences, folded for matching, with the line each character came from
 
 
+@lru_cache(maxsize=4096)
 def _fold_char(char: str) -> str:
     """One character, lowercased and without accents; always one character so offsets keep their meaning."""
     if char in "’‘`*":
@@ -428,7 +431,18 @@ _BOUND_PATTERNS: list[tuple[str, str]] = [
     ("below", rf"\b(?:moins\s+de|fewer\s+than|less\s+than)\s+(?P<a>{_N})"),
     ("above", rf"\b(?:plus\s+de|more\s+than)\s+(?P<a>{_N})"),
 ]
-_BOUND = re.compile("|".join(f"(?P<k{i}>{pattern.replace('(?P<a>', f'(?P<a{i}>').replace('(?P<b>', f'(?P<b{i}>').replace('(?P<noun>', f'(?P<noun{i}>')})" for i, (_, pattern) in enumerate(_BOUND_PATTERNS)))
+
+
+def _one_regex(patterns: list[tuple[str, str]]) -> re.Pattern[str]:
+    """All the patterns as one alternation; group names get the pattern's index (a -> a3) to stay unique."""
+    parts = []
+    for i, (_kind, pattern) in enumerate(patterns):
+        renamed = re.sub(r"\(\?P<(a|b|noun)>", lambda m: f"(?P<{m.group(1)}{i}>", pattern)
+        parts.append(f"(?P<k{i}>{renamed})")
+    return re.compile("|".join(parts))
+
+
+_BOUND = _one_regex(_BOUND_PATTERNS)
 _WORD_BEFORE_NUMBER = re.compile(r"[\w']$")
 _NOUN_AFTER = re.compile(r"\s*(?:d['e]\s*)?([a-z][a-z]*(?:'[a-z]+)?)")
 _NUMBER_OF = re.compile(r"\b(?:nombre|number)\s+(?:de\s+|d'|of\s+)([a-z]+)")
@@ -495,6 +509,22 @@ class _BoundReader:
             if forms & candidates:
                 return name
         return None
+
+    def says_closed(self, sentence: _Sentence) -> bool | None:
+        """True/False when the sentence says this section's list is closed/open; None when it says neither,
+        or says it of another field ("contrairement aux domaines (liste fermée), les tags sont libres")."""
+        text = sentence.folded
+        closed, opened = bool(_CLOSED.search(text)), bool(_OPEN.search(text))
+        if not closed and not opened:
+            return None
+        if opened:
+            return False
+        named = {self._field_for_noun(word) for word in re.findall(r"[a-z]+", text)} - {None}
+        if named and self.section.field not in named:
+            return None
+        if self.section.field in named and len(named) > 1 and _FREE.search(text):
+            return None
+        return True
 
     def read(self, sentence: _Sentence) -> list[_Bound]:
         text = sentence.folded
@@ -736,6 +766,9 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
         if name is None:
             continue
         prose = " ".join(s.folded for s in sentences)
+        verdicts = [v for v in (reader.says_closed(s) for s in sentences) if v is not None]
+        says_closed = bool(verdicts) and all(verdicts)
+        says_open = False in verdicts
         has_range = any(b.kind == "range" and b.field == name for b in section_bounds)
         values: dict[str, str] = {}
         if not has_range:
@@ -747,9 +780,8 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
                         values.setdefault(value, _describe(cells[1:]))
             if not section.tables and not section.sub_tables:
                 values.update(_bullet_values(section.prose))
-        says_closed = bool(_CLOSED.search(prose)) and not _OPEN.search(prose)
         if values:
-            closed = says_closed or (name in ALWAYS_CLOSED and not _OPEN.search(prose))
+            closed = says_closed or (name in ALWAYS_CLOSED and not says_open)
             vocabularies[name] = Vocabulary(field=name, values=values, closed=closed, line=section.line)
             continue
         if says_closed:
