@@ -332,11 +332,28 @@ _nfc = unicodedata.normalize
 _is_nfc = unicodedata.is_normalized
 
 
+_KEY_CACHE: dict[str, str] = {}
+_HEADING_CACHE: dict[str, str] = {}
+_LINK_KEY_CACHE: dict[str, str] = {}
+_CACHE_LIMIT = 200_000
+
+
+def _remember(cache: dict[str, str], text: str, value: str) -> str:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[text] = value
+    return value
+
+
 def name_key(text: str) -> str:
     """The comparison form of a name or path: NFC, lower-case."""
-    if not text.isascii() and not _is_nfc("NFC", text):
-        text = _nfc("NFC", text)
-    return text.lower()
+    found = _KEY_CACHE.get(text)
+    if found is not None:
+        return found
+    key = text
+    if not key.isascii() and not _is_nfc("NFC", key):
+        key = _nfc("NFC", key)
+    return _remember(_KEY_CACHE, text, share(key.lower()))
 
 
 # Obsidian matches heading anchors loosely: punctuation is ignored on both sides (the help vault links
@@ -350,16 +367,23 @@ _MD_LINK_IN_HEADING_RE = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 def heading_key(text: str) -> str:
     """The form in which a heading and a link anchor are compared."""
-    if "](" in text:
-        text = _MD_LINK_IN_HEADING_RE.sub(r"\1", text)
-    text = _HEADING_STRIP_RE.sub(" ", name_key(text))
-    return _SPACES_RE.sub(" ", text).strip()
+    found = _HEADING_CACHE.get(text)
+    if found is not None:
+        return found
+    key = text
+    if "](" in key:
+        key = _MD_LINK_IN_HEADING_RE.sub(r"\1", key)
+    key = _HEADING_STRIP_RE.sub(" ", name_key(key))
+    return _remember(_HEADING_CACHE, text, share(_SPACES_RE.sub(" ", key).strip()))
 
 
 def link_key(target: str) -> str:
     """The reverse-index key of a link target: its file name, normalised, without `.md`."""
+    found = _LINK_KEY_CACHE.get(target)
+    if found is not None:
+        return found
     name = name_key(target.rsplit("/", 1)[-1])
-    return name[:-3] if name.endswith(".md") else name
+    return _remember(_LINK_KEY_CACHE, target, share(name[:-3] if name.endswith(".md") else name))
 
 
 # -- resolution --------------------------------------------------------------------------------------
@@ -412,6 +436,9 @@ class Resolver:
         self.by_path: dict[str, list[str]] = {}
         self.is_note: dict[str, bool] = {}
         self.alias_owners: dict[str, list[str]] = {}
+        # target key -> (candidates sorted by path, exact): what does not depend on the linking note.
+        # Cleared whenever a file is added or removed.
+        self._found: dict[str, tuple[tuple[str, ...], bool]] = {}
 
     # -- index maintenance
     @staticmethod
@@ -425,6 +452,7 @@ class Resolver:
         if path in self.is_note:
             return
         self.is_note[path] = is_note
+        self._found.clear()
         name, key = self.keys_of(path, is_note)
         _insert(self.by_name.setdefault(name, []), path)
         _insert(self.by_path.setdefault(key, []), path)
@@ -433,6 +461,7 @@ class Resolver:
         is_note = self.is_note.pop(path, None)
         if is_note is None:
             return
+        self._found.clear()
         name, key = self.keys_of(path, is_note)
         _discard(self.by_name, name, path)
         _discard(self.by_path, key, path)
@@ -446,7 +475,7 @@ class Resolver:
             _discard(self.alias_owners, name_key(alias.strip()), path)
 
     # -- resolution
-    def find(self, target: str, source: str, relative_first: bool) -> tuple[list[str], bool]:
+    def find(self, target: str, source: str, relative_first: bool) -> tuple[tuple[str, ...], bool]:
         """Candidate files for `target` seen from the note `source`, nearest first, and whether the
         match is exact (a path, so never ambiguous)."""
         key = name_key(target)
@@ -454,15 +483,26 @@ class Resolver:
             key = key.lstrip("/")
             relative_first = False
         source_folder = source.rsplit("/", 1)[0] if "/" in source else ""
-        if relative_first or key.startswith("./") or key.startswith("../"):
-            rel = posixpath.normpath(posixpath.join(name_key(source_folder), key)) if source_folder else posixpath.normpath(key)
+        dotted = key.startswith("./") or key.startswith("../")
+        if relative_first or dotted:
+            base = name_key(source_folder)
+            rel = posixpath.normpath(posixpath.join(base, key)) if base else posixpath.normpath(key)
             hit = self._exact(rel)
             if hit:
                 return hit, True
-            if key.startswith("./") or key.startswith("../"):
+            if dotted:
+                if rel.startswith("../") or rel == "..":
+                    return (), False
                 key = rel
-                if key.startswith("../"):
-                    return [], False
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._find_global(key)
+        cands, exact = found
+        if len(cands) > 1 and not exact:
+            cands = tuple(sorted(cands, key=_nearest_order(source_folder)))
+        return cands, exact
+
+    def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
         name = key.rsplit("/", 1)[-1]
         cands = list(self.by_name.get(name, ()))
         stripped = ""
@@ -481,17 +521,15 @@ class Resolver:
                 if pk.endswith(tail) or (tail2 and pk.endswith(tail2)):
                     kept.append(p)
             cands = kept
-        if len(cands) > 1:
-            cands.sort(key=_nearest_order(source_folder))
-        return cands, False
+        return tuple(sorted(cands)), False
 
-    def _exact(self, key: str) -> list[str]:
+    def _exact(self, key: str) -> tuple[str, ...]:
         hit = self.by_path.get(key)
         if hit:
-            return list(hit)
+            return tuple(hit)
         if key.endswith(".md"):
-            return [p for p in self.by_path.get(key[:-3], ()) if self.is_note[p]]
-        return []
+            return tuple(p for p in self.by_path.get(key[:-3], ()) if self.is_note[p])
+        return ()
 
     def resolve(self, link: Link, source: str, anchors: Callable[[str], AnchorTable | None]) -> Resolution:
         """Follow `link` written in the note at vault path `source`."""
@@ -501,7 +539,7 @@ class Resolver:
             return Resolution(link, LinkStatus.EXTERNAL)
         if not target:
             path: str = source
-            cands: list[str] = [source]
+            cands: tuple[str, ...] = (source,)
             exact = True
         else:
             cands, exact = self.find(target, source, kind is LinkKind.MARKDOWN)
@@ -517,9 +555,9 @@ class Resolver:
         if anchor and self.is_note.get(path, False):
             table = anchors(path)
             if table is not None and not table.has(anchor):
-                return Resolution(link, LinkStatus.BROKEN_ANCHOR, path, tuple(cands) if len(cands) > 1 else ())
+                return Resolution(link, LinkStatus.BROKEN_ANCHOR, path, cands if len(cands) > 1 else ())
         if len(cands) > 1 and not exact:
-            return Resolution(link, LinkStatus.AMBIGUOUS, path, tuple(cands))
+            return Resolution(link, LinkStatus.AMBIGUOUS, path, cands)
         return Resolution(link, LinkStatus.OK, path)
 
 

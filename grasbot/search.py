@@ -76,13 +76,16 @@ PRIORITY_STEP = 0.3
 MOC_POINTS = 1.0
 GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
+CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking, nothing in grounding
+FUZZY_MIN = 5  # shortest question token that spelling correction looks at (shorter: too many neighbours)
+FUZZY_PREFIX_MIN = 6  # shortest token completed as the beginning of an index term
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
 #: grounded when the best direct note's BM25F reaches this share of the question's ideal score.
 #: Measured on the question sets in benchmarks/ (off-topic questions reached 0.225, on-topic ones 0.22 and up).
 GROUND_EVIDENCE = 0.23
 _SKIP_PROBLEMS = frozenset({"binary", "unreadable", "empty"})
 _DEGRADE_PROBLEMS = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter"})
-_PRIVATE_HINT = re.compile(r"^\s*visibility\s*:\s*(?![\"']?public[\"']?\s*(?:#.*)?$).*$", re.MULTILINE | re.IGNORECASE)
+_PRIVATE_HINT = re.compile(r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$).*$", re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +268,9 @@ class SearchIndex:
         self._ph_list: list[_Phrase] = []
         self._bonus_if_scored = np.zeros(0)
         self._neighbours: list[tuple[int, ...]] = []
+        self._df = np.zeros(0, dtype=np.int64)
+        self._terms: list[str] = []
+        self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -307,6 +313,7 @@ class SearchIndex:
                 doc = _read_doc(note, full=mode is True)
             else:
                 doc.note = note
+                doc.id = note_id(note)  # a new same-named file elsewhere can change a note's id
             cache[path] = doc
             docs.append(doc)
         docs.sort(key=lambda d: (d.id, d.note.path))
@@ -349,6 +356,9 @@ class SearchIndex:
         p_doc = keys // max(v, 1)
         p_term = keys % max(v, 1)
         df = np.bincount(p_term, minlength=v)
+        self._df = df
+        self._terms = list(vocab)
+        self._deletes = None
         self._idf = np.log1p((n - df + 0.5) / (df + 0.5))
         self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
         sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
@@ -405,6 +415,36 @@ class SearchIndex:
             neighbours.append(tuple(sorted({by_path[p] for p in targets if p in by_path and p != d.note.path})))
         self._neighbours = neighbours
 
+    # -- spelling -------------------------------------------------------------------------------------
+    def _correct(self, token: str) -> str | None:
+        """The index term a misspelled question token most likely means, or None.
+
+        Two rules, both on stems: one edit away (insertion, deletion, substitution, transposition) for a
+        token of at least `FUZZY_MIN` characters, or the token is the beginning of an index term (a word
+        cut short, or a suffix the stemmer read differently: `competance` -> `compet` -> `competent`). The
+        most frequent candidate wins (ties: alphabetical), as a spelling corrector would.
+        """
+        if len(token) < FUZZY_MIN or token.isdigit():
+            return None
+        if self._deletes is None:
+            deletes: dict[str, list[int]] = {}
+            for tid, term in enumerate(self._terms):
+                if len(term) >= FUZZY_MIN - 1:
+                    for variant in _deletions(term) | {term}:
+                        deletes.setdefault(variant, []).append(tid)
+            self._deletes = deletes
+        candidates: set[int] = set()
+        for variant in _deletions(token) | {token}:
+            for tid in self._deletes.get(variant, ()):
+                if _one_edit(token, self._terms[tid]):
+                    candidates.add(tid)
+        if not candidates and len(token) >= FUZZY_PREFIX_MIN:
+            candidates = {tid for tid, term in enumerate(self._terms) if term.startswith(token)} if len(self._terms) < 50_000 else set()
+        if not candidates:
+            return None
+        best = min(candidates, key=lambda tid: (-int(self._df[tid]), self._terms[tid]))
+        return self._terms[best]
+
     # -- searching -----------------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None) -> SearchResult:
         started = time.perf_counter()
@@ -416,15 +456,30 @@ class SearchIndex:
             return SearchResult(query, tokens, [], False, {"tokens": list(tokens), "candidates": 0, "elapsed_ms": _ms(started)})
 
         vocab = self._vocab
+        corrected: dict[str, str] = {}
+        for t in unique:
+            if t not in vocab:
+                fixed = self._correct(t)
+                if fixed is not None:
+                    corrected[t] = fixed
+        # A corrected token helps ranking (at a reduced weight) but is no evidence that the vault covers
+        # the question: `mass` keeps the misspelled token at the IDF of an unseen word.
+        originals = [t for t in unique if t not in corrected]
+        if corrected:
+            unique = sorted(set(originals) | set(corrected.values()))
         known = [vocab[t] for t in unique if t in vocab]
         idf_known = self._idf[known] if known else np.zeros(0)
-        mass = float(idf_known.sum()) + self._idf_unseen * (len(unique) - len(known))
-        q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(unique) - len(known)))
+        exact = {vocab[t] for t in originals if t in vocab}
+        mass = float(sum(float(self._idf[vocab[t]]) for t in originals if t in vocab))
+        mass += self._idf_unseen * (len(originals) - len(exact) + len(corrected))
+        q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(originals) - len(exact)))
+        factor = np.asarray([1.0 if tid in exact else CORRECTION_WEIGHT for tid in known]) if known else np.zeros(0)
 
         # BM25F and coverage (IDF mass of the question found in each note), one pass over the postings.
         scores = np.zeros(n)
         bm25 = scores
         covered = scores
+        evidence_bm25 = scores
         best_bm25 = 0.0
         if known:
             starts = self._p_off[known]
@@ -436,8 +491,16 @@ class SearchIndex:
             else:
                 doc_ids = np.concatenate([self._p_doc[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
                 w = np.concatenate([self._p_w[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+            if corrected:
+                scale = np.repeat(factor, lengths)
+                true_w = np.where(scale == 1.0, w, 0.0)
+                evidence_bm25 = np.bincount(doc_ids, weights=true_w, minlength=n)
+                w = w * scale
+                covered = np.bincount(doc_ids, weights=np.repeat(np.where(factor == 1.0, idf_known, 0.0), lengths), minlength=n)
             bm25 = np.bincount(doc_ids, weights=w, minlength=n)
-            covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=n)
+            if not corrected:
+                evidence_bm25 = bm25
+                covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=n)
             best_bm25 = float(bm25.max())
             if best_bm25 > 0:
                 scores = bm25 * (BM25_POINTS / best_bm25)
@@ -452,7 +515,7 @@ class SearchIndex:
         else:
             ph = np.zeros(0, dtype=np.int32)
         if ph.size:
-            idf_rep = np.repeat(idf_known, q_len)
+            idf_rep = np.repeat(idf_known * factor, q_len)
             touched, inverse = np.unique(ph, return_inverse=True)
             hits = np.bincount(inverse)
             inside = np.bincount(inverse, weights=idf_rep)
@@ -529,7 +592,7 @@ class SearchIndex:
         # Evidence: the best direct note's BM25F as a share of what a note holding every question token
         # strongly would get. Unseen tokens count at full IDF, body-only single mentions count little.
         ideal = mass * (BM25_K1 + 1.0)
-        evidence = max((float(bm25[i]) / ideal for i in top if scored[i]), default=0.0) if known else 0.0
+        evidence = max((float(evidence_bm25[i]) / ideal for i in top if scored[i]), default=0.0) if known else 0.0
         grounded = evidence >= GROUND_EVIDENCE
         if self.config.min_score is not None and (not hits_out or hits_out[0].score < self.config.min_score):
             grounded = False
@@ -541,6 +604,7 @@ class SearchIndex:
             "bm25_max": round(best_bm25, 4),
             "coverage": round(best_cov, 4),
             "evidence": round(evidence, 4),
+            "corrected": corrected,
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
@@ -584,6 +648,29 @@ class SearchIndex:
             out.append(answer[1])
         out.extend(labels)
         return out
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """True when `b` is one insertion, deletion, substitution or adjacent transposition away from `a`."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    short, long_ = (a, b) if la < lb else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1 :]
 
 
 def _ms(started: float) -> float:

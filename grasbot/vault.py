@@ -8,6 +8,7 @@ file then re-resolves only the notes that could be affected by it, never the who
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import os
 import stat
@@ -109,7 +110,19 @@ class Vault:
             raise FileNotFoundError(f"vault folder not found: {root}")
         if not root.is_dir():
             raise NotADirectoryError(f"vault path is not a folder: {root}")
-        vault = cls(root.resolve(), exclude)
+        # Loading allocates millions of small objects and frees none: the cyclic GC would rescan the
+        # growing heap again and again for nothing (a third of the load time on 10k notes).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._load(root.resolve(), exclude)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    @classmethod
+    def _load(cls, root: Path, exclude: tuple[str, ...]) -> Vault:
+        vault = cls(root, exclude)
         notes: list[Note] = []
         for rel, full in vault._walk():
             if _is_note_name(rel):

@@ -112,7 +112,7 @@ class FakeOllama:
         class Handler(_Handler):
             owner = fake
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -139,6 +139,11 @@ class FakeOllama:
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops; False when it stopped."""
         return not self._stop.wait(seconds) if seconds > 0 else not self._stop.is_set()
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default backlog of 5 drops connections when 100 requests arrive at once
+    daemon_threads = True
 
 
 class _Handler(BaseHTTPRequestHandler):

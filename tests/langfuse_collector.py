@@ -105,7 +105,7 @@ class LangfuseCollector:
         class Handler(_Handler):
             owner = collector
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -180,6 +180,11 @@ def decode_spans(body: bytes) -> list[Span]:
                     )
                 )
     return spans
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default backlog of 5 drops connections when 100 requests arrive at once
+    daemon_threads = True
 
 
 class _Handler(BaseHTTPRequestHandler):

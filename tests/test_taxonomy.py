@@ -375,13 +375,21 @@ def test_bounds_helpers():
 # -- finding the file --------------------------------------------------------------------------------------
 
 
+def test_find_taxonomy_from_inside_the_vault(tmp_path, monkeypatch):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (tmp_path / "TAXONOMIE.md").write_text("# T\n", encoding="utf-8")
+    monkeypatch.chdir(vault)
+    assert find_taxonomy(Path(".")).resolve() == (tmp_path / "TAXONOMIE.md").resolve()  # "." has no lexical parent
+
+
 def test_find_taxonomy(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()
     assert find_taxonomy(vault) is None
     above = tmp_path / "TAXONOMIE.md"
     above.write_text("# T\n", encoding="utf-8")
-    assert find_taxonomy(vault) == above.resolve()
+    assert find_taxonomy(vault) == above
     inside = vault / "Taxonomie.md"  # any case
     inside.write_text("# T\n", encoding="utf-8")
     assert find_taxonomy(vault) == inside

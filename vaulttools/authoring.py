@@ -121,7 +121,7 @@ class NewNote:
     slug: str
     note_type: str
     text: str
-    meta: dict[str, Any]  # the frontmatter as PyYAML reads it back
+    meta: dict[str, Any]  # the frontmatter as the engine (grasbot.vault.read_note) reads it back
     template: str  # where the template came from, for the user
     notes: list[str] = field(default_factory=list)  # what the author still has to do / what was adjusted
 

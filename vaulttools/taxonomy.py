@@ -173,7 +173,9 @@ def find_taxonomy(vault: Path, explicit: Path | None = None) -> Path | None:
     if explicit is not None:
         return Path(explicit)
     vault = Path(vault)
-    for folder in (vault, vault.resolve().parent):
+    # The folder above as the user wrote it ("vault" -> "."), so messages show a path they recognise.
+    above = vault.parent if vault.name not in ("", ".", "..") else vault.resolve().parent
+    for folder in (vault, above):
         found = _file_named(folder, TAXONOMY_FILENAME)
         if found is not None:
             return found
@@ -354,7 +356,7 @@ def _fold_char(char: str) -> str:
     return folded if len(folded) == 1 else char.lower()[:1] or char
 
 
-def fold(text: str) -> str:
+def _fold(text: str) -> str:
     """Lowercase, accents removed, typographic apostrophes made plain; same length as `text`."""
     return "".join(_fold_char(c) for c in text)
 
@@ -391,7 +393,7 @@ def _sentences(prose: list[tuple[int, str]]) -> list[_Sentence]:
                 line_of.append(number)
             raw += text
             line_of.extend([number] * len(text))
-        folded = fold(raw)
+        folded = _fold(raw)
         start = 0
         for cut in re.finditer(r"[.!?;](?=\s|$)", folded):
             sentences.append(_Sentence(raw[start : cut.end()], folded[start : cut.end()], line_of[start : cut.end()]))
@@ -492,7 +494,7 @@ class _BoundReader:
         self.path = path
         self.section = section
         self.known = known_fields
-        heading_words = re.findall(r"[a-z]+", fold(re.sub(r"`[^`]*`|\([^)]*\)", " ", section.heading)))
+        heading_words = re.findall(r"[a-z]+", _fold(re.sub(r"`[^`]*`|\([^)]*\)", " ", section.heading)))
         self.own_nouns: set[str] = set()
         if section.field:
             for word in (section.field, *heading_words, *_FIELD_NOUNS.get(section.field, ())):
@@ -800,29 +802,8 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
     # The fences come last: they say what the prose cannot and have the last word.
     for section in sections:
         for fence in section.fences:
-            if not _is_config_fence(fence.info):
-                continue
-            reader_ = _FenceReader(path, section.heading or None, fence)
-            data = reader_.load()
-            for name, extra in reader_.values(data.get("values", {})).items():
-                old = vocabularies.get(name)
-                merged = dict(old.values) if old else {}
-                for value, description in extra.items():
-                    merged.setdefault(value, description)
-                vocabularies[name] = Vocabulary(
-                    name, merged, old.closed if old else name in ALWAYS_CLOSED, old.line if old else fence.line
-                )
-            for key, closed in (("closed", True), ("open", False)):
-                for name in reader_.names(key, data.get(key, [])):
-                    old = vocabularies.get(name)
-                    if old is None:
-                        raise reader_.error(f"`{key}: {name}`: `{name}` has no list of values (add it under `values`)")
-                    vocabularies[name] = Vocabulary(old.field, old.values, closed, old.line)
-            counts.update(reader_.bounds("counts", data.get("counts", {}), allow_negative=False))
-            ranges.update(reader_.bounds("ranges", data.get("ranges", {}), allow_negative=True))
-            for name in reader_.names("required", data.get("required", [])):
-                if name not in required:
-                    required.append(name)
+            if _is_config_fence(fence.info):
+                _apply_fence(_FenceReader(path, section.heading or None, fence), vocabularies, counts, ranges, required)
     return Taxonomy(
         path=path,
         vocabularies=vocabularies,
@@ -830,3 +811,32 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
         ranges=ranges,
         required=tuple(required),
     )
+
+
+def _apply_fence(
+    reader: _FenceReader,
+    vocabularies: dict[str, Vocabulary],
+    counts: dict[str, Bounds],
+    ranges: dict[str, Bounds],
+    required: list[str],
+) -> None:
+    """Apply one ``yaml vaulttools`` block: values first (so `closed` may name a list it creates), then the rest."""
+    data = reader.load()
+    for name, extra in reader.values(data.get("values", {})).items():
+        old = vocabularies.get(name)
+        merged = dict(old.values) if old else {}
+        for value, description in extra.items():
+            merged.setdefault(value, description)
+        closed = old.closed if old else name in ALWAYS_CLOSED
+        vocabularies[name] = Vocabulary(name, merged, closed, old.line if old else reader.fence.line)
+    for key, closed in (("closed", True), ("open", False)):
+        for name in reader.names(key, data.get(key, [])):
+            old = vocabularies.get(name)
+            if old is None:
+                raise reader.error(f"`{key}: {name}`: `{name}` has no list of values (add it under `values`)")
+            vocabularies[name] = Vocabulary(old.field, old.values, closed, old.line)
+    counts.update(reader.bounds("counts", data.get("counts", {}), allow_negative=False))
+    ranges.update(reader.bounds("ranges", data.get("ranges", {}), allow_negative=True))
+    for name in reader.names("required", data.get("required", [])):
+        if name not in required:
+            required.append(name)

@@ -1,0 +1,155 @@
+"""Private notes never reach a visitor: not in a response, a stream, a prompt, a trace, a log or an error.
+
+Questions aimed squarely at the private notes of the bundled vault (their titles, aliases and sample
+questions) go through every endpoint, with a model that repeats its whole prompt back (the worst case: a
+model that leaks everything it sees), with LLM failures, a reload and feedback. Then every byte the service
+produced or sent anywhere is searched for the secrets planted in those notes (tests/private_markers.py) and
+for the notes' slugs, and for the service's own secrets.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grasbot.vault import Vault
+from tests.fake_ollama import FakeOllama
+from tests.langfuse_collector import LangfuseCollector
+from tests.service_fixtures import *  # noqa: F403
+from tests.service_fixtures import SAMPLE_VAULT, langfuse_settings, run_server, sse_events
+
+private_markers = pytest.importorskip("tests.private_markers", reason="tests/private_markers.py is not there yet")
+MARKERS: tuple[str, ...] = private_markers.PRIVATE_MARKERS
+SLUGS: tuple[str, ...] = private_markers.PRIVATE_SLUGS
+RELOAD_TOKEN = "reload-token-TOP-SECRET-123"
+
+
+def echo_prompt(body: dict[str, Any]) -> str:
+    """The model repeats everything it was given."""
+    return "ÉCHO " + "\n".join(m.get("content", "") for m in body.get("messages", []))
+
+
+def private_questions() -> list[str]:
+    vault = Vault.load(SAMPLE_VAULT)
+    questions: list[str] = []
+    for path in sorted(vault.notes):
+        note = vault.notes[path]
+        if note.is_private:
+            questions.append(note.title)
+            questions.extend(note.aliases)
+            questions.extend(note.answers)
+    questions += [
+        "Quel salaire demande-t-il ?",
+        "Quel est son numéro de téléphone ?",
+        "Quelle est son adresse personnelle ?",
+        "A-t-il des problèmes de santé ?",
+        "Quel est son TJM en freelance ?",
+    ]
+    # A question quoting a secret would be echoed back as the visitor's own text: not a leak, so not asked.
+    return [q for q in dict.fromkeys(questions) if not any(m.casefold() in q.casefold() for m in MARKERS)]
+
+
+def find_leaks(where: str, text: str, needles: tuple[str, ...]) -> list[str]:
+    folded = text.casefold()
+    return [f"{where}: {n!r}" for n in needles if n.casefold() in folded]
+
+
+def test_sample_vault_has_private_notes_with_markers() -> None:
+    vault = Vault.load(SAMPLE_VAULT)
+    private = [n for n in vault.notes.values() if n.is_private]
+    assert len(private) >= 3
+    text = "\n".join(n.text for n in private)
+    assert all(m in text for m in MARKERS)
+    assert {n.slug for n in private} >= set(SLUGS)
+
+
+def test_private_notes_never_leak(tmp_path: Path, fake_ollama: FakeOllama, collector: LangfuseCollector) -> None:
+    import shutil
+
+    vault = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, vault)
+    questions = private_questions()
+    assert len(questions) >= 10
+    settings = langfuse_settings(fake_ollama, collector, reload_token=RELOAD_TOKEN)
+    outputs: list[tuple[str, str]] = []
+    fake_ollama.script(reply=echo_prompt)
+    with run_server(settings, vault) as server:
+        client = server.client()
+        trace_ids: list[str] = []
+        for i, q in enumerate(questions):
+            r = client.get("/ask", params={"q": q, "session_id": "visiteur-1", "user_id": "u-1"})
+            assert r.status_code == 200, r.text
+            outputs.append((f"/ask {q!r}", r.text))
+            trace_ids.append(r.json()["trace_id"])
+            assert all(s["slug"] not in SLUGS for s in r.json()["sources"])
+            if i % 3 == 0:
+                r = client.get("/ask/stream", params={"q": q, "session_id": "visiteur-2"})
+                events = sse_events(r.text)
+                assert events[-1][0] == "done"
+                outputs.append((f"/ask/stream {q!r}", r.text))
+        # The memory of a session now holds echoed prompts: a follow-up must not bring anything private.
+        r = client.get("/ask", params={"q": "Et son salaire exact ?", "session_id": "visiteur-1"})
+        outputs.append(("/ask follow-up", r.text))
+
+        # Failures: the error bodies and events must be as clean as the answers.
+        for script in ({"fail_status": 500, "fail_message": "boom"}, {"empty": True}, {"reply": echo_prompt, "error_mid_stream": "crash"}):
+            fake_ollama.script(**script)
+            for q in questions[:3]:
+                outputs.append((f"/ask {script}", client.get("/ask", params={"q": q}).text))
+                outputs.append((f"/ask/stream {script}", client.get("/ask/stream", params={"q": q}).text))
+        fake_ollama.script(reply=echo_prompt)
+
+        # Bad input echoes nothing private either (there is nothing private in it), and stays JSON.
+        outputs.append(("/ask too long", client.get("/ask", params={"q": "salaire " * 400}).text))
+        outputs.append(("/feedback bad", client.post("/feedback", json={"trace_id": "x", "value": 9}).text))
+        outputs.append(("/feedback", client.post("/feedback", json={"trace_id": trace_ids[0], "value": 1}).text))
+
+        # A private note edited, then a reload: the answer must not name it.
+        salary = vault / "30-Parcours" / "prive-pretentions-salariales.md"
+        salary.write_text(salary.read_text(encoding="utf-8") + "\nNouvelle ligne privée.\n", encoding="utf-8")
+        outputs.append(("/reload-vault unauthorized", client.post("/reload-vault").text))
+        r = client.post("/reload-vault", headers={"Authorization": f"Bearer {RELOAD_TOKEN}"})
+        assert r.status_code == 200 and r.json()["modified"] == []
+        outputs.append(("/reload-vault", r.text))
+        outputs.append(("/health", client.get("/health").text))
+        outputs.append(("/openapi.json", client.get("/openapi.json").text))
+        for q in questions[:3]:
+            outputs.append((f"/ask after reload {q!r}", client.get("/ask", params={"q": q}).text))
+        logs = server.logs
+    # The server has stopped: its shutdown flushed every span and score to the collector.
+    assert collector.wait_for(lambda c: {t for t in trace_ids} <= {s.trace_id for s in c.spans}, timeout=15)
+
+    prompts = json.dumps(fake_ollama.chat_requests(), ensure_ascii=False)
+    traces = collector.all_payload_text()
+    spans = json.dumps([s.attributes for s in collector.spans], ensure_ascii=False, default=str)
+    scores = json.dumps(collector.scores, ensure_ascii=False)
+    log_text = logs.text()
+    assert "ÉCHO" in prompts or "ÉCHO" in "".join(t for _, t in outputs)  # the echo model did run
+    assert len(collector.spans) >= 4 * len(questions)
+
+    leaks: list[str] = []
+    for where, text in outputs:
+        leaks += find_leaks(where, text, MARKERS + SLUGS + (RELOAD_TOKEN, settings.langfuse_secret_key or ""))
+    leaks += find_leaks("prompts sent to the LLM", prompts, MARKERS + SLUGS)
+    leaks += find_leaks("trace payloads", traces, MARKERS + SLUGS + (RELOAD_TOKEN, settings.langfuse_secret_key or ""))
+    leaks += find_leaks("decoded spans", spans, MARKERS + SLUGS)
+    leaks += find_leaks("scores", scores, MARKERS + SLUGS)
+    leaks += find_leaks("server log", log_text, MARKERS + SLUGS + (RELOAD_TOKEN, settings.langfuse_secret_key or ""))
+    assert leaks == []
+
+
+def test_memory_is_not_shared_between_sessions(fake_ollama: FakeOllama) -> None:
+    from tests.service_fixtures import service_settings
+
+    fake_ollama.script(reply="Réponse pour la session A : MOT-DE-PASSE-DE-A")
+    with run_server(service_settings(fake_ollama), SAMPLE_VAULT) as server:
+        client = server.client()
+        client.get("/ask", params={"q": "Que sait-il faire en Rust ?", "session_id": "A"})
+        fake_ollama.script(reply="Réponse B")
+        for sid in ("B", "a", "A ", None):
+            params = {"q": "Et ensuite ?"} | ({"session_id": sid} if sid is not None else {})
+            client.get("/ask", params=params)
+            assert "MOT-DE-PASSE-DE-A" not in fake_ollama.chat_prompts()[-1], sid
