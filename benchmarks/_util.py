@@ -9,7 +9,9 @@ Markdown summary for benchmarks/README.md.
 
 Why a fresh process per measurement: the targets are about what a user waits for and what a process
 holds (interpreter start, imports, reading the vault), and a warm interpreter hides both. The machine is
-shared and noisy, so each figure is the median of several runs and the spread (min-max) is shown too.
+shared and noisy, so each figure is the median of several runs and the spread (min-max) is shown too,
+and the CPU time (user + system) of each process is kept beside its wall time: when other jobs compete for
+the cores, wall time grows but CPU time stays close to what a quiet machine would show.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def report(**metrics):
 class Run:
     wall: float  # seconds, whole process: spawn, interpreter start, imports, work, exit
     max_rss: int  # bytes, peak resident set of the process
+    cpu: float  # seconds of CPU (user + system) the process used: less skewed than `wall` on a busy machine
     metrics: dict[str, Any]  # what the workload passed to report()
 
 
@@ -78,6 +81,8 @@ class Measurement:
             return [r.wall for r in self.runs]
         if key == "max_rss":
             return [float(r.max_rss) for r in self.runs]
+        if key == "cpu":
+            return [r.cpu for r in self.runs]
         return [float(r.metrics[key]) for r in self.runs if key in r.metrics]
 
     def median(self, key: str = "wall") -> float:
@@ -93,7 +98,7 @@ class Measurement:
         return self.runs[-1].metrics.get(key) if self.runs else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "runs": [{"wall": r.wall, "max_rss": r.max_rss, **r.metrics} for r in self.runs]}
+        return {"label": self.label, "runs": [{"wall": r.wall, "cpu": r.cpu, "max_rss": r.max_rss, **r.metrics} for r in self.runs]}
 
 
 def run_once(code: str, *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float | None = None) -> Run:
@@ -133,7 +138,7 @@ def run_once(code: str, *, cwd: Path | None = None, env: dict[str, str] | None =
             metrics.update(json.loads(line[len(METRICS_MARK):]))
     # ru_maxrss is in KiB on Linux, bytes on macOS.
     rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return Run(wall=wall, max_rss=rss, metrics=metrics)
+    return Run(wall=wall, max_rss=rss, cpu=usage.ru_utime + usage.ru_stime, metrics=metrics)
 
 
 def measure(label: str, code: str, runs: int = 5, *, warmup: int = 1, verbose: bool = True, **kwargs: Any) -> Measurement:
@@ -144,7 +149,8 @@ def measure(label: str, code: str, runs: int = 5, *, warmup: int = 1, verbose: b
     for i in range(runs):
         m.runs.append(run_once(code, **kwargs))
         if verbose:
-            print(f"  {label}: run {i + 1}/{runs} {m.runs[-1].wall:.3f} s", file=sys.stderr, flush=True)
+            r = m.runs[-1]
+            print(f"  {label}: run {i + 1}/{runs} {r.wall:.3f} s wall, {r.cpu:.3f} s CPU", file=sys.stderr, flush=True)
     return m
 
 

@@ -76,8 +76,10 @@ paths = sorted(vault.notes)
 step = max(1, len(paths) // {edits})
 chosen = paths[::step][:{edits}]
 def timed(fn, *args):
-    t = time.perf_counter(); out = fn(*args); return time.perf_counter() - t, out
-update, create, delete, relinked = [], [], [], []
+    c = time.process_time(); t = time.perf_counter(); out = fn(*args)
+    wall = time.perf_counter() - t; cpu_times.append(time.process_time() - c)
+    return wall, out
+update, create, delete, relinked, cpu_times, update_cpu = [], [], [], [], [], []
 for i, rel in enumerate(chosen):
     full = os.path.join(root, rel)
     with open(full, encoding="utf-8") as fh:
@@ -89,7 +91,7 @@ for i, rel in enumerate(chosen):
     with open(full, "w", encoding="utf-8") as fh:
         fh.write(new)
     dt, change = timed(vault.update_file, rel)
-    update.append(dt); relinked.append(len(change.relinked))
+    update.append(dt); update_cpu.append(cpu_times[-1]); relinked.append(len(change.relinked))
     if i % 5 == 0:  # delete then re-create: the watcher's other two events
         os.remove(full)
         dt, _ = timed(vault.remove_file, rel); delete.append(dt)
@@ -100,7 +102,7 @@ for i, rel in enumerate(chosen):
         with open(full, "w", encoding="utf-8") as fh:
             fh.write(text)
         vault.update_file(rel)
-report(update=update, create=create, delete=delete, relinked=relinked)
+report(update=update, update_cpu=update_cpu, create=create, delete=delete, relinked=relinked)
 """
 
 OT_CODE = """
@@ -172,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for m, what in ((baseline, "interpreter start"), (imports, "interpreter + import grasbot.vault")):
-        rows.append([what, "", "", _util.fmt_seconds(m.median()), _util.fmt_spread(m), _util.fmt_mib(m.median("max_rss")), "", ""])
+        rows.append([what, "", "", _util.fmt_seconds(m.median()), _util.fmt_spread(m), _util.fmt_seconds(m.median("cpu")),
+                     _util.fmt_mib(m.median("max_rss")), "", ""])
     checks = []
     for size in sizes:
         m = loads[size]
@@ -188,15 +191,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         target = m.median() if size == TARGET_SIZE else float("nan")
         rss = m.median("max_rss") if size == TARGET_SIZE else float("nan")
+        cpu = m.median("cpu") if size == TARGET_SIZE else float("nan")
         rows.append([
             f"load + resolve, {_label(size)} synthetic",
             str(m.metric("notes")),
             str(m.metric("links")),
             _util.fmt_seconds(m.median()),
             _util.fmt_spread(m),
+            _util.fmt_seconds(m.median("cpu")),
             _util.fmt_mib(m.median("max_rss")),
             f"≤ {TARGET_LOAD} s, ≤ {TARGET_RSS // _util.MIB} MiB" if size == TARGET_SIZE else "",
-            (f"time {_util.verdict(target, TARGET_LOAD)}, RSS {_util.verdict(rss, TARGET_RSS)}" if size == TARGET_SIZE else ""),
+            (f"wall {_util.verdict(target, TARGET_LOAD)}, CPU {_util.verdict(cpu, TARGET_LOAD)}, "
+             f"RSS {_util.verdict(rss, TARGET_RSS)}" if size == TARGET_SIZE else ""),
         ])
         raw[f"load_{size}"] = m.as_dict()
     phases = [
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     _util.print_table(
         f"Load + resolve every link (whole process, median of {runs} fresh runs)",
-        ["workload", "notes", "links", "median", "min – max", "peak RSS", "target", "verdict"],
+        ["workload", "notes", "links", "median wall", "min – max", "median CPU", "peak RSS", "target", "verdict"],
         rows,
         notes=phases + checks,
     )
@@ -233,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
                 _util.verdict(med, TARGET_UPDATE) if is_target else "",
             ])
         rel = run.metrics.get("relinked", [])
+        cpu_med = _stats(run.metrics.get("update_cpu", []))[0]
         update_rows[-3][0] += f" (relinked median {_stats(rel)[0]:.0f}, max {max(rel) if rel else 0})"
+        update_rows[-3][5] += f" (CPU median {_util.fmt_seconds(cpu_med)})" if update_rows[-3][5] else ""
     _util.print_table(
         "Incremental update after editing one note (in-process, per call)",
         ["operation", "calls", "median", "min – max", "target", "verdict"],
@@ -259,15 +267,16 @@ def main(argv: list[str] | None = None) -> int:
             raw["obsidiantools"] = ot.as_dict()
             speed = _util.ratio(ot.median(), ours.median())
             memory = _util.ratio(ot.median("max_rss"), ours.median("max_rss"))
+            cpu_speed = _util.ratio(ot.median("cpu"), ours.median("cpu"))
             _util.print_table(
                 f"grasbot vs obsidiantools on the same {_label(ot_size)} vault (whole process)",
-                ["implementation", "runs", "median", "min – max", "peak RSS", "ratio (time)", "ratio (RSS)"],
+                ["implementation", "runs", "median wall", "min – max", "median CPU", "peak RSS", "ratio (time)", "ratio (RSS)"],
                 [
                     ["obsidiantools Vault(path).connect().gather()", str(len(ot.runs)), _util.fmt_seconds(ot.median()),
-                     _util.fmt_spread(ot), _util.fmt_mib(ot.median("max_rss")), "1×", "1×"],
+                     _util.fmt_spread(ot), _util.fmt_seconds(ot.median("cpu")), _util.fmt_mib(ot.median("max_rss")), "1×", "1×"],
                     ["grasbot Vault.load + resolutions()", str(len(ours.runs)), _util.fmt_seconds(ours.median()),
-                     _util.fmt_spread(ours), _util.fmt_mib(ours.median("max_rss")),
-                     f"{_util.fmt_ratio(speed)} faster", f"{_util.fmt_ratio(memory)} smaller"],
+                     _util.fmt_spread(ours), _util.fmt_seconds(ours.median("cpu")), _util.fmt_mib(ours.median("max_rss")),
+                     f"{_util.fmt_ratio(speed)} faster (CPU {_util.fmt_ratio(cpu_speed)})", f"{_util.fmt_ratio(memory)} smaller"],
                 ],
                 notes=[f"obsidiantools reports {ot.metric('nonexistent')} nonexistent notes on this vault "
                        "(it does not resolve folder paths, headings or markdown links as Obsidian does)."],

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_retrieval.py                # grasbot-vault, 10k and 50k synthetic
     .venv/bin/python benchmarks/bench_retrieval.py --sizes 10000  # a quicker run
+    .venv/bin/python benchmarks/run.py retrieval                  # through the common runner
 
 For each vault: load it once (grasbot.vault.Vault), build the three engines (timed), then time each
 question through each engine and print the median per query and the ratios to this engine. The
@@ -69,15 +70,30 @@ def _plain_bm25(vault):
     return lambda q: bm25.get_scores(tokenize(q))
 
 
+_MEMORY_PROBE = """
+import resource, sys
+def hwm():
+    # VmHWM is this process's own peak (ru_maxrss can carry the parent's peak across fork+exec).
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from grasbot.vault import Vault
+from grasbot.search import SearchIndex
+import numpy, Stemmer
+base = hwm()
+index = SearchIndex.build(Vault.load(sys.argv[1]))
+index.search("projet python")
+print(base, hwm())
+"""
+
+
 def _peak_memory_mib(path: Path) -> dict[str, float]:
     """Peak RSS of a fresh interpreter that loads and indexes `path` (and of one that only imports)."""
-    code = (
-        "import resource,sys;from grasbot.vault import Vault;from grasbot.search import SearchIndex;"
-        "import numpy, Stemmer;base=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
-        "v=Vault.load(sys.argv[1]);i=SearchIndex.build(v);i.search('projet python');"
-        "print(base, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], capture_output=True, text=True, check=True)
     base, peak = (int(x) / 1024.0 for x in out.stdout.split())
     return {"interpreter_mib": round(base, 1), "peak_mib": round(peak, 1)}
 
@@ -131,45 +147,65 @@ def bench_vault(name: str, path: Path, queries_file: Path | None, synth_queries:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,50000", help="synthetic vault sizes (comma-separated, '' for none)")
+    import _util
+
+    parser = _util.suite_parser("Retrieval speed: the original scoring, rank-bm25 and SearchIndex, side by side")
+    parser.add_argument("--sizes", default=None, help="synthetic vault sizes, comma-separated (default 10000,50000; 1000 with --quick)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--queries", type=int, default=200, help="questions sampled from a synthetic vault")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument("--queries", type=int, default=None, help="questions sampled from a synthetic vault (default 200)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
     args = parser.parse_args(argv)
+    sizes_arg = args.sizes if args.sizes is not None else ("1000" if args.quick else "10000,50000")
+    queries = args.queries or (50 if args.quick else 200)
 
     rows = []
     real = CORPORA / "grasbot-vault"
     if real.is_dir():
         rows.append(bench_vault("grasbot-vault", real, HERE / "questions-grasbot-vault.yaml", 0, 10_000))
     else:
-        print(f"(skipping grasbot-vault: {real} not found)", file=sys.stderr)
+        _util.note(f"skipping grasbot-vault: {real} not found")
     from synth import ensure_vault
 
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    sizes = [int(x) for x in sizes_arg.split(",") if x.strip()]
     memory = None
     for size in sizes:
         path = ensure_vault(size, args.seed)
         cap = 60 if size <= 10_000 else 20
-        rows.append(bench_vault(f"synth-{size}", path, None, args.queries, cap))
+        rows.append(bench_vault(f"synth-{size}", path, None, queries, cap))
         if size == 10_000 and not args.no_memory:
             memory = _peak_memory_mib(path)
 
-    header = f"{'vault':<15}{'notes':>7}{'build s':>9}{'update s':>9}{'engine ms':>11}{'original ms':>13}{'rank-bm25 ms':>14}{'x orig':>8}{'x bm25':>8}"
-    print(header)
+    targets = {"grasbot-vault": 0.1, "synth-10000": 2.0, "synth-50000": 10.0}
+    table_rows = []
     for r in rows:
         m = r["median_ms"]
-        print(
-            f"{r['vault']:<15}{r['notes']:>7}{r['build_s']['engine']:>9.3f}{r['update_one_note_s']:>9.3f}"
-            f"{m['engine']:>11.4f}{m['original']:>13.3f}{m['rank_bm25']:>14.3f}"
-            f"{r['speedup']['vs_original']:>8.1f}{r['speedup']['vs_rank_bm25']:>8.1f}"
+        target = targets.get(r["vault"])
+        table_rows.append(
+            [
+                r["vault"],
+                r["notes"],
+                f"{r['build_s']['engine']:.2f} s",
+                f"{r['update_one_note_s']:.3f} s",
+                f"{m['engine']:.3f} ms" + (f" (target ≤ {target:g})" if target else ""),
+                f"{m['original']:.3f} ms",
+                f"{m['rank_bm25']:.3f} ms",
+                f"×{r['speedup']['vs_original']:.1f}",
+                f"×{r['speedup']['vs_rank_bm25']:.1f}",
+            ]
         )
+    notes = ["median time per question, vault already loaded; build = SearchIndex.build alone (Vault.load excluded)"]
     if memory:
-        print(f"peak RSS, 10k notes loaded + indexed: {memory['peak_mib']} MiB (interpreter + imports: {memory['interpreter_mib']} MiB)")
-    print(f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; medians per question; build excludes Vault.load)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "memory_10k": memory}, indent=2) + "\n", encoding="utf-8")
+        notes.append(
+            f"peak RSS, 10k notes loaded + indexed (fresh process): {memory['peak_mib']} MiB "
+            f"(interpreter + imports {memory['interpreter_mib']} MiB)"
+        )
+    _util.print_table(
+        "retrieval: median per question",
+        ["vault", "notes", "build", "update 1 note", "engine", "original", "rank-bm25", "vs original", "vs rank-bm25"],
+        table_rows,
+        notes,
+    )
+    _util.write_json(args.json, "retrieval", {"rows": rows, "memory_10k": memory})
     return 0
 
 

@@ -15,10 +15,13 @@ Error bodies are JSON `{"error": code, "message": text, ...}` and carry no note 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import logging
+import os
 import re
+import tempfile
 import time
 import traceback
 import unicodedata
@@ -37,10 +40,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.config import Settings, redact_url
-from grasbot.llm import GenerationOptions, Generation, LLMClient, LLMEmptyAnswer, LLMError
+from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.memory import ConversationMemory, Turn
 from grasbot.notes import Note
-from grasbot.observability import AskTrace, Observability, is_trace_id, retrieval_relevance
+from grasbot.observability import Observability, is_trace_id, retrieval_relevance
 from grasbot.prompt import build_prompt, hidden_names, is_servable, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
@@ -166,6 +169,34 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
     )
 
 
+#: How often a worker looks at the reload stamp of its siblings.
+STAMP_CHECK_SECONDS = 1.0
+
+
+def reload_stamp_path(vault_dir: Path) -> Path:
+    """Where the workers serving `vault_dir` announce reloads to each other."""
+    digest = hashlib.sha256(str(Path(vault_dir).resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"grasbot-reload-{digest}"
+
+
+def _read_stamp(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _write_stamp(path: Path) -> str:
+    stamp = f"{time.time_ns()}-{os.getpid()}"
+    try:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(stamp, encoding="ascii")
+        os.replace(tmp, path)  # atomic: a sibling never reads half a stamp
+    except OSError as error:
+        log.warning("could not announce the reload to other workers (%s)", type(error).__name__)
+    return stamp
+
+
 def _changes(old: VaultSnapshot, new: VaultSnapshot) -> dict[str, list[str]]:
     before, after = set(old.digests), set(new.digests)
     return {
@@ -259,6 +290,13 @@ class Service:
         self.observability = Observability(settings)
         self.llm: LLMClient | None = None
         self._reload_lock = asyncio.Lock()
+        # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
+        # file (in the temp dir, named after the vault's path, holding only a time and a pid), and the
+        # other workers follow it.
+        self.stamp_path = reload_stamp_path(vault_dir)
+        self._stamp_seen = _read_stamp(self.stamp_path)
+        self._stamp_checked = time.monotonic()
+        self._following: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -267,13 +305,34 @@ class Service:
         )
 
     async def stop(self) -> None:
+        if self._following is not None and not self._following.done():
+            self._following.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._following
         if self.llm is not None:
             await self.llm.aclose()
         # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop.
         await asyncio.to_thread(self.observability.shutdown)
 
     # -- reload -------------------------------------------------------------------------------------
-    async def reload(self) -> dict[str, Any]:
+    def follow_other_workers(self) -> None:
+        """At most once a second, start a reload if another worker announced one (never blocks a request)."""
+        now = time.monotonic()
+        if now - self._stamp_checked < STAMP_CHECK_SECONDS or (self._following and not self._following.done()):
+            return
+        self._stamp_checked = now
+        stamp = _read_stamp(self.stamp_path)
+        if stamp != self._stamp_seen:
+            self._stamp_seen = stamp
+            self._following = asyncio.get_running_loop().create_task(self._follow())
+
+    async def _follow(self) -> None:
+        try:
+            await self.reload(announce=False)
+        except ApiError:
+            pass  # already logged; keep serving the current snapshot
+
+    async def reload(self, announce: bool = True) -> dict[str, Any]:
         async with self._reload_lock:
             old = self.snapshot
             started = time.perf_counter()
@@ -287,6 +346,8 @@ class Service:
                     f"the vault could not be read ({type(error).__name__}); still serving the previous version",
                 ) from None
             self.snapshot = new  # the atomic swap: requests in flight keep their reference to `old`
+            if announce:
+                self._stamp_seen = _write_stamp(self.stamp_path)
             elapsed = (time.perf_counter() - started) * 1000
             changes = _changes(old, new)
             log.info(
@@ -461,6 +522,7 @@ class Service:
         return {
             "status": "ok" if llm["reachable"] and llm["model_available"] else "degraded",
             "version": __version__,
+            "worker_pid": os.getpid(),
             "vault_size": snap.size,
             "vault": {
                 "dir": str(snap.root),
@@ -581,6 +643,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     ) -> JSONResponse:
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
+        service.follow_other_workers()
         result = await service.answer(question, sid, uid)
         return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
@@ -592,6 +655,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     ) -> StreamingResponse:
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
+        service.follow_other_workers()
         queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
 
         async def emit(event: str, data: dict[str, Any]) -> None:
@@ -641,6 +705,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")
     async def health() -> JSONResponse:
+        service.follow_other_workers()
         return JSONResponse(await service.health())
 
     @app.post("/reload-vault", summary="Re-read the vault and swap the index atomically")

@@ -19,6 +19,37 @@ from grasbot import __version__
 MAX_REQUEST_HEAD = 64 * 1024
 
 
+def _no_delay_protocol() -> type:
+    """uvicorn's h11 protocol with TCP_NODELAY set on every connection.
+
+    With `--workers N` uvicorn binds the socket itself without saying it is TCP, so asyncio does not set
+    TCP_NODELAY on accepted connections; a response (headers and body written separately) then waits for
+    the client's delayed ACK: 40 ms per answer (measured in benchmarks/bench_server.py).
+    """
+    import socket
+
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class NoDelayH11Protocol(H11Protocol):
+        def connection_made(self, transport):  # type: ignore[no-untyped-def]
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                try:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                except OSError:
+                    pass
+            super().connection_made(transport)
+
+    return NoDelayH11Protocol
+
+
+def __getattr__(name: str) -> type:
+    # Resolved lazily (uvicorn imports it by name in each worker) so `grasbot --help` stays light.
+    if name == "NoDelayH11Protocol":
+        return _no_delay_protocol()
+    raise AttributeError(name)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grasbot", description="GrasBot, the vault's chatbot API.")
     parser.add_argument("--version", action="version", version=f"grasbot {__version__}")
@@ -62,6 +93,7 @@ def serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         log_level=args.log_level,
         h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+        http="grasbot.cli:NoDelayH11Protocol",
         timeout_graceful_shutdown=10,
     )
     return 0

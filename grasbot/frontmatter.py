@@ -192,32 +192,60 @@ class _Loader(yaml.CSafeLoader):  # type: ignore[misc, valid-type]
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
+_SCALAR = yaml.ScalarNode
+_SEQUENCE = yaml.SequenceNode
+_MAPPING = yaml.MappingNode
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# Scalar constructors that return a fresh immutable value (no recursion, no anchors to track).
+_SCALAR_CONSTRUCTORS = {
+    tag: _Loader.yaml_constructors[tag]
+    for tag in (
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:timestamp",
+    )
+}
+
+
 class _Fallback(Exception):
     """The fast builder met something only PyYAML's full constructor handles (merge keys, custom tags)."""
 
 
 def _build(node: yaml.Node, loader: _Loader) -> Any:
-    """Construct plain data from a composed node: the common cases inline, the rest through PyYAML."""
+    """Construct plain data from a composed node: the common cases inline, the rest through PyYAML.
+
+    Same result as PyYAML's SafeConstructor; `_Fallback` hands anything unusual (merge keys, explicit
+    tags such as !!set) back to it.
+    """
+    cls = node.__class__
     tag = node.tag
-    if tag == _STR_TAG:
-        if node.__class__ is yaml.ScalarNode:
-            return share(node.value)
-        raise _Fallback
-    if tag == _MAP_TAG:
-        if node.__class__ is not yaml.MappingNode:
+    if cls is _SCALAR:
+        if tag == _STR_TAG:
+            value = node.value
+            return _STR_CACHE.setdefault(value, value) if len(value) <= _SHORT else value
+        constructor = _SCALAR_CONSTRUCTORS.get(tag)
+        if constructor is None:
             raise _Fallback
-        out = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise _Fallback
-            out[_build(key_node, loader)] = _build(value_node, loader)
+        return constructor(loader, node)
+    if cls is _SEQUENCE and tag == _SEQ_TAG:
+        out: list[Any] = []
+        append = out.append
+        for item in node.value:
+            if item.__class__ is _SCALAR and item.tag == _STR_TAG:
+                value = item.value
+                append(_STR_CACHE.setdefault(value, value) if len(value) <= _SHORT else value)
+            else:
+                append(_build(item, loader))
         return out
-    if tag == _SEQ_TAG:
-        if node.__class__ is not yaml.SequenceNode:
-            raise _Fallback
-        return [_build(item, loader) for item in node.value]
-    if node.__class__ is yaml.ScalarNode:
-        return loader.construct_object(node, deep=True)
+    if cls is _MAPPING and tag == _MAP_TAG:
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                raise _Fallback
+            mapping[_build(key_node, loader)] = _build(value_node, loader)
+        return mapping
     raise _Fallback
 
 
@@ -279,7 +307,7 @@ def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineInd
     if data is None:  # empty or comments only: an empty mapping, not a defect
         return
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
-        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
+        kind = "a list" if isinstance(data, list) else "a single value"
         offset = fm_offset + node.start_mark.index
         result.problems.append(
             _problem(path, index, offset, f"frontmatter is {kind}, not a mapping of fields", "not-mapping")
@@ -290,42 +318,50 @@ def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineInd
     keys = result.key_positions
     items = result.item_positions
     strings = result.string_values
+    scalar = yaml.ScalarNode
+    sequence = yaml.SequenceNode
     if _yaml_counts_lines_like_us(fm):
+        # the hot path: libyaml's marks are our positions; spans come from the shared cache
         shift = fm_line
+        cache = _SPAN_CACHE
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
 
         def span_of(n: yaml.Node) -> Span:
-            a, b = n.start_mark, n.end_mark
-            return make_span(a.line + shift, a.column + 1, b.line + shift, b.column + 1)
+            a = n.start_mark
+            b = n.end_mark
+            k = (a.line + shift, a.column + 1, b.line + shift, b.column + 1)
+            found = cache.get(k)
+            if found is None:
+                found = cache[k] = Span(*k)
+            return found
 
     else:
 
         def span_of(n: yaml.Node) -> Span:
             return index.span(fm_offset + n.start_mark.index, fm_offset + n.end_mark.index)
 
-    scalar = yaml.ScalarNode
     for key_node, value_node in node.value:
         value = key_node.value
         key = share(value) if isinstance(value, str) else str(value)
         keys[key] = span_of(key_node)
         cls = value_node.__class__
-        if cls is yaml.SequenceNode:
-            spans = []
-            for item in value_node.value:
-                span = span_of(item)
-                spans.append(span)
+        if cls is sequence:
+            spans = [span_of(item) for item in value_node.value]
+            items[key] = spans
+            for item, span in zip(value_node.value, spans):
                 if item.__class__ is scalar and "[[" in item.value:
                     strings.append((key, item.value, span, fm[item.start_mark.index : item.end_mark.index]))
-            items[key] = spans
         elif cls is scalar:
+            text = value_node.value
             if key in _LIST_FIELDS:
                 span = span_of(value_node)
                 items[key] = [span]
-                if "[[" in value_node.value:
-                    strings.append((key, value_node.value, span, fm[value_node.start_mark.index : value_node.end_mark.index]))
-            elif "[[" in value_node.value:
-                strings.append(
-                    (key, value_node.value, span_of(value_node), fm[value_node.start_mark.index : value_node.end_mark.index])
-                )
+                if "[[" in text:
+                    strings.append((key, text, span, fm[value_node.start_mark.index : value_node.end_mark.index]))
+            elif "[[" in text:
+                source = fm[value_node.start_mark.index : value_node.end_mark.index]
+                strings.append((key, text, span_of(value_node), source))
 
 
 # -- splitting -------------------------------------------------------------------------------------

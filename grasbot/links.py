@@ -30,7 +30,9 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from urllib.parse import unquote
 
-from grasbot.frontmatter import ParsedFile, make_span, share
+from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, share
+
+_share = _STR_CACHE.setdefault
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution, Span
 
 __all__ = [
@@ -54,6 +56,8 @@ _TILDE_FENCE_RE = re.compile(r"(~~~~*)([^\n]*)")
 _BACKTICKS_RE = re.compile(r"``*")
 # [[...]]: the content holds no bracket and no line break.
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+# The same, split in one go: target, #anchor (may hold more #), |display (`\|` in tables).
+_WIKI_PARTS_RE = re.compile(r"\[\[([^\[\]\n|#]*?)(?:#([^\[\]\n|]*?))?(?:\\?\|([^\[\]\n]*))?\]\]")
 # [text](dest "title") / [text](<dest>); text may hold one level of brackets; dest may hold balanced ().
 _MD_RE = re.compile(
     r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
@@ -227,9 +231,14 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
 
     wiki_ranges: list[tuple[int, int]] = []
     if has_wiki:
-        cur = _Cursor(masked, first_line)
+        # line numbers by counting line breaks since the previous match (matches come in order)
+        line = first_line
+        last = 0
+        count = masked.count
+        rfind = masked.rfind
         wiki, embed = LinkKind.WIKILINK, LinkKind.EMBED
-        for m in _WIKI_RE.finditer(masked):
+        cache = _SPAN_CACHE
+        for m in _WIKI_PARTS_RE.finditer(masked):
             start, end = m.span()
             kind = wiki
             if start:
@@ -239,16 +248,26 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 if before == "!":
                     start -= 1
                     kind = embed
-            target, anchor, display = _split_wiki(m.group(1))
-            if not target and anchor is None:
+            target, anchor, display = m.groups()
+            target = target.strip()
+            if anchor is not None:
+                anchor = anchor.strip()
+            elif not target:
                 continue  # [[ ]] or [[|x]]: not a link
-            line, col = cur.at(start)
-            links.append(
-                Link(share(body[start:end]), share(target), anchor, display, kind, make_span(line, col, line, col + end - start))
-            )
+            line += count("\n", last, start)
+            last = start
+            col = start - rfind("\n", 0, start)
+            key = (line, col, line, col + end - start)
+            span = cache.get(key)
+            if span is None:
+                span = make_span(*key)
+            links.append(Link(body[start:end], _share(target, target), anchor, display, kind, span))
             wiki_ranges.append((start, end))
     if has_md:
-        cur = _Cursor(masked, first_line)
+        line = first_line
+        last = 0
+        count = masked.count
+        rfind = masked.rfind
         md = LinkKind.MARKDOWN
         md_links: list[Link] = []
         wi = 0
@@ -265,17 +284,19 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 wi += 1
             if wi < n_wiki and wiki_ranges[wi][0] < end:
                 continue  # `[[a]](b)` and the like: the wikilink wins
-            dest = m.group(2) if m.group(2) is not None else m.group(3)
+            text, angle, plain = m.groups()
+            dest = angle if angle is not None else plain
             if dest is None or not dest.strip():
                 continue
             if is_external(dest):
                 target, anchor = dest.strip(), None
             else:
                 target, anchor = _split_markdown(dest)
-            line, col = cur.at(start)
-            md_links.append(
-                Link(share(body[start:end]), share(target), anchor, m.group(1), md, make_span(line, col, line, col + end - start))
-            )
+            line += count("\n", last, start)
+            last = start
+            col = start - rfind("\n", 0, start)
+            span = make_span(line, col, line, col + end - start)
+            md_links.append(Link(body[start:end], _share(target, target), anchor, text, md, span))
         if md_links:
             if links:
                 links.extend(md_links)

@@ -377,8 +377,8 @@ class LLMClient:
         try:
             response = await self._probe.get("/api/tags")
             response.raise_for_status()
-            names = {m.get("name") for m in response.json().get("models", []) if isinstance(m, dict)}
-            names |= {m.get("model") for m in response.json().get("models", []) if isinstance(m, dict)}
+            models = [m for m in response.json().get("models", []) if isinstance(m, dict)]
+            names = {m.get("name") for m in models} | {m.get("model") for m in models}
             available = self.model in names or (":" not in self.model and f"{self.model}:latest" in names)
             return {"reachable": True, "model_available": available}
         except Exception as error:  # noqa: BLE001 - health must never fail

@@ -20,7 +20,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from grasbot.config import Settings
@@ -178,7 +178,3 @@ class Observability:
         except Exception as error:  # noqa: BLE001
             log.warning("Langfuse shutdown failed (%s)", type(error).__name__)
         self._client = None
-
-
-def noop_context() -> Any:
-    return nullcontext(_NOOP)

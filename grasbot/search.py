@@ -36,6 +36,7 @@ id; nothing depends on set or dict order of hashed keys, the hash seed or the fi
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import time
@@ -64,7 +65,7 @@ FIELD_WEIGHTS: dict[str, float] = {
 }
 BM25_POINTS = 10.0  # the best note's BM25 share of the score
 ALIAS_POINTS = 10.0
-TITLE_POINTS = 8.0
+TITLE_POINTS = 16.0  # the whole title (the note's own name) in the question: the strongest lexical sign
 TITLE_PARTIAL_POINTS = 6.0
 SLUG_POINTS = 8.0
 ANSWERS_POINTS = 12.0
@@ -76,6 +77,7 @@ PRIORITY_STEP = 0.3
 MOC_POINTS = 1.0
 GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
+UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
 CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking, nothing in grounding
 FUZZY_MIN = 5  # shortest question token that spelling correction looks at (shorter: too many neighbours)
 FUZZY_PREFIX_MIN = 6  # shortest token completed as the beginning of an index term
@@ -138,8 +140,13 @@ class _Doc:
     note: Note
     id: str
     key: tuple[str, str]  # (path, digest or text length): re-tokenize only when this changes
-    fields: list[dict[str, int]]  # term counts per field, in _FIELDS order
+    # Term counts, packed (a dict per field would cost ~10x the memory on a large vault): term ids in
+    # the index's vocabulary, the field of each (index in _FIELDS), and the count.
+    tids: np.ndarray
+    tfield: np.ndarray
+    tcount: np.ndarray
     phrases: list[_Phrase]
+    ph_tids: np.ndarray  # the phrases' tokens as term ids, phrase after phrase
     priority: int | None
     is_moc: bool
 
@@ -180,7 +187,7 @@ def _counts(texts: list[str]) -> dict[str, int]:
     return out
 
 
-def _read_doc(note: Note, full: bool) -> _Doc:
+def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
     title = note.title if full else note.stem
     slug = (note.slug or "") if full else ""
     aliases = note.aliases if full else []
@@ -216,12 +223,25 @@ def _read_doc(note: Note, full: bool) -> _Doc:
         add(_K_DOMAIN, value)
     for value in tags:
         add(_K_TAG, value)
+    intern = vocab.setdefault
+    tids: list[int] = []
+    tfield: list[int] = []
+    tcount: list[int] = []
+    for f, tf in enumerate(fields):
+        if tf:
+            tids.extend([intern(t, len(vocab)) for t in tf])
+            tfield.extend([f] * len(tf))
+            tcount.extend(tf.values())
+    ph_tids = [intern(t, len(vocab)) for p in phrases for t in p.tokens]
     return _Doc(
         note=note,
         id=note_id(note),
         key=(note.path, note.digest or str(len(note.text))),
-        fields=fields,
+        tids=np.asarray(tids, dtype=np.int32),
+        tfield=np.asarray(tfield, dtype=np.int8),
+        tcount=np.asarray(tcount, dtype=np.int32),
         phrases=phrases,
+        ph_tids=np.asarray(ph_tids, dtype=np.int32),
         priority=note.priority if full else None,
         is_moc=note.is_moc if full else False,
     )
@@ -264,13 +284,19 @@ class SearchIndex:
         self._ph_kind = np.zeros(0, dtype=np.int8)
         self._ph_len = np.zeros(0, dtype=np.int32)
         self._ph_norm = np.zeros(0)
-        self._ph_holders = np.zeros(0)
+        self._ph_full = np.zeros(0)
+        self._ph_start = np.zeros(1, dtype=np.int64)
+        self._ph_partial = np.zeros(0)
+        self._ph_answer = np.zeros(0, dtype=bool)
+        self._ph_best_of = np.zeros(0, dtype=bool)
         self._ph_list: list[_Phrase] = []
         self._bonus_if_scored = np.zeros(0)
         self._neighbours: list[tuple[int, ...]] = []
         self._df = np.zeros(0, dtype=np.int64)
         self._terms: list[str] = []
         self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
+        self._sorted_terms: list[tuple[str, int]] = []
+        self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on rebuild
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -310,7 +336,7 @@ class SearchIndex:
                 continue
             doc = self._cache.get(path)
             if doc is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
-                doc = _read_doc(note, full=mode is True)
+                doc = _read_doc(note, mode is True, self._vocab)
             else:
                 doc.note = note
                 doc.id = note_id(note)  # a new same-named file elsewhere can change a note's id
@@ -322,26 +348,18 @@ class SearchIndex:
         self._by_path = {d.note.path: i for i, d in enumerate(docs)}
         n = len(docs)
 
-        # Term ids, assigned in first-seen order over notes in id order (deterministic).
-        vocab: dict[str, int] = {}
-        terms: list[int] = []
-        owners: list[int] = []
-        counts: list[int] = []
-        fields: list[int] = []
-        for i, d in enumerate(docs):
-            for f, tf in enumerate(d.fields):
-                if not tf:
-                    continue
-                terms.extend([vocab.setdefault(t, len(vocab)) for t in tf])
-                counts.extend(tf.values())
-                owners.extend([i] * len(tf))
-                fields.extend([f] * len(tf))
+        # Term ids come from a vocabulary kept across updates (ids never change; a term no note holds
+        # any more just has no postings). Results never depend on the ids, only on the terms.
+        vocab = self._vocab
         v = len(vocab)
-        self._vocab = vocab
-        t_arr = np.asarray(terms, dtype=np.int64)
-        d_arr = np.asarray(owners, dtype=np.int64)
-        c_arr = np.asarray(counts, dtype=np.float64)
-        f_arr = np.asarray(fields, dtype=np.int64)
+        if n:
+            t_arr = np.concatenate([d.tids for d in docs]).astype(np.int64)
+            f_arr = np.concatenate([d.tfield for d in docs]).astype(np.int64)
+            c_arr = np.concatenate([d.tcount for d in docs]).astype(np.float64)
+            d_arr = np.repeat(np.arange(n, dtype=np.int64), [d.tids.size for d in docs])
+        else:
+            t_arr = f_arr = d_arr = np.zeros(0, dtype=np.int64)
+            c_arr = np.zeros(0)
 
         # BM25F: a per-note pseudo term frequency mixing the fields by weight; only the body is
         # length-normalised (titles, aliases and labels are short by nature).
@@ -359,6 +377,7 @@ class SearchIndex:
         self._df = df
         self._terms = list(vocab)
         self._deletes = None
+        self._corrections = {}
         self._idf = np.log1p((n - df + 0.5) / (df + 0.5))
         self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
         sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
@@ -368,24 +387,17 @@ class SearchIndex:
         self._p_w = (sat * self._idf[p_term])[order]
 
         # Phrases and their term index.
-        ph_list: list[_Phrase] = []
-        ph_doc: list[int] = []
-        q_terms: list[int] = []
-        q_phrase: list[int] = []
-        for i, d in enumerate(docs):
-            for p in d.phrases:
-                k = len(ph_list)
-                ph_list.append(p)
-                ph_doc.append(i)
-                q_terms.extend(vocab[t] for t in p.tokens)
-                q_phrase.extend([k] * len(p.tokens))
+        ph_list = [p for d in docs for p in d.phrases]
         m = len(ph_list)
         self._ph_list = ph_list
-        self._ph_doc = np.asarray(ph_doc, dtype=np.int32)
+        self._ph_doc = np.repeat(np.arange(n, dtype=np.int32), [len(d.phrases) for d in docs]) if n else np.zeros(0, dtype=np.int32)
+        self._ph_start = np.zeros(n + 1, dtype=np.int64)
+        if n:
+            np.cumsum([len(d.phrases) for d in docs], out=self._ph_start[1:])
         self._ph_kind = np.asarray([p.kind for p in ph_list], dtype=np.int8)
         self._ph_len = np.asarray([len(p.tokens) for p in ph_list], dtype=np.int32)
-        qt = np.asarray(q_terms, dtype=np.int64)
-        qp = np.asarray(q_phrase, dtype=np.int64)
+        qt = np.concatenate([d.ph_tids for d in docs]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+        qp = np.repeat(np.arange(m, dtype=np.int64), self._ph_len)
         self._ph_norm = np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)) if m else np.zeros(0)
         order = np.argsort(qt, kind="stable")
         self._q_off = _csr(qt, v)
@@ -394,7 +406,15 @@ class SearchIndex:
         holders: Counter[tuple[str, ...]] = Counter()
         for d in docs:
             holders.update({p.tokens for p in d.phrases if p.kind == _K_ALIAS})
-        self._ph_holders = np.asarray([holders[p.tokens] if p.kind == _K_ALIAS else 1 for p in ph_list], dtype=np.float64)
+        full_points = {_K_TITLE: TITLE_POINTS, _K_SLUG: SLUG_POINTS, _K_ALIAS: ALIAS_POINTS, _K_DOMAIN: DOMAIN_POINTS, _K_TAG: TAG_POINTS}
+        self._ph_full = np.asarray(
+            [full_points.get(p.kind, 0.0) / (holders[p.tokens] if p.kind == _K_ALIAS else 1) for p in ph_list],
+            dtype=np.float64,
+        )
+        self._ph_partial = np.asarray([TITLE_PARTIAL_POINTS if p.kind == _K_TITLE else 0.0 for p in ph_list], dtype=np.float64)
+        self._ph_answer = self._ph_kind == _K_ANSWER
+        self._ph_best_of = (self._ph_kind == _K_ALIAS) | self._ph_answer
+        self._ph_norm = np.maximum(self._ph_norm, 1e-12)
 
         bonus = np.zeros(n)
         for i, d in enumerate(docs):
@@ -424,22 +444,35 @@ class SearchIndex:
         cut short, or a suffix the stemmer read differently: `competance` -> `compet` -> `competent`). The
         most frequent candidate wins (ties: alphabetical), as a spelling corrector would.
         """
+        if token in self._corrections:
+            return self._corrections[token]
+        fixed = self._correct_uncached(token)
+        if len(self._corrections) < 100_000:
+            self._corrections[token] = fixed
+        return fixed
+
+    def _correct_uncached(self, token: str) -> str | None:
         if len(token) < FUZZY_MIN or token.isdigit():
             return None
         if self._deletes is None:
             deletes: dict[str, list[int]] = {}
             for tid, term in enumerate(self._terms):
-                if len(term) >= FUZZY_MIN - 1:
+                if len(term) >= FUZZY_MIN - 1 and self._df[tid] > 0:
                     for variant in _deletions(term) | {term}:
                         deletes.setdefault(variant, []).append(tid)
             self._deletes = deletes
+            self._sorted_terms = sorted((term, tid) for tid, term in enumerate(self._terms) if self._df[tid] > 0)
         candidates: set[int] = set()
         for variant in _deletions(token) | {token}:
             for tid in self._deletes.get(variant, ()):
                 if _one_edit(token, self._terms[tid]):
                     candidates.add(tid)
         if not candidates and len(token) >= FUZZY_PREFIX_MIN:
-            candidates = {tid for tid, term in enumerate(self._terms) if term.startswith(token)} if len(self._terms) < 50_000 else set()
+            ordered = self._sorted_terms
+            at = bisect.bisect_left(ordered, (token, -1))
+            while at < len(ordered) and ordered[at][0].startswith(token):
+                candidates.add(ordered[at][1])
+                at += 1
         if not candidates:
             return None
         best = min(candidates, key=lambda tid: (-int(self._df[tid]), self._terms[tid]))
@@ -471,7 +504,7 @@ class SearchIndex:
         idf_known = self._idf[known] if known else np.zeros(0)
         exact = {vocab[t] for t in originals if t in vocab}
         mass = float(sum(float(self._idf[vocab[t]]) for t in originals if t in vocab))
-        mass += self._idf_unseen * (len(originals) - len(exact) + len(corrected))
+        mass += UNSEEN_WEIGHT * self._idf_unseen * (len(originals) - len(exact) + len(corrected))
         q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(originals) - len(exact)))
         factor = np.asarray([1.0 if tid in exact else CORRECTION_WEIGHT for tid in known]) if known else np.zeros(0)
 
@@ -514,33 +547,43 @@ class SearchIndex:
             ph = np.concatenate([self._q_phrase[a:b] for a, b in zip(q_starts.tolist(), q_ends.tolist())])
         else:
             ph = np.zeros(0, dtype=np.int32)
+        matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if ph.size:
             idf_rep = np.repeat(idf_known * factor, q_len)
-            touched, inverse = np.unique(ph, return_inverse=True)
-            hits = np.bincount(inverse)
-            inside = np.bincount(inverse, weights=idf_rep)
-            squares = np.bincount(inverse, weights=idf_rep * idf_rep)
-            kind = self._ph_kind[touched]
+            m = self._ph_len.size
+            if m <= _DENSE_PHRASES:  # small vault: dense counts are fewer operations than a sort
+                inside = np.bincount(ph, weights=idf_rep, minlength=m)
+                touched = np.flatnonzero(inside)
+                hits = np.bincount(ph, minlength=m)[touched]
+                squares = np.bincount(ph, weights=idf_rep * idf_rep, minlength=m)[touched]
+                inside = inside[touched]
+            else:
+                touched, inverse = np.unique(ph, return_inverse=True)
+                hits = np.bincount(inverse)
+                inside = np.bincount(inverse, weights=idf_rep)
+                squares = np.bincount(inverse, weights=idf_rep * idf_rep)
             full = hits == self._ph_len[touched]
             share = inside / mass
-            sim = squares / (q_norm * np.maximum(self._ph_norm[touched], 1e-12))
-            points = np.zeros(touched.size)
-            points = np.where(kind == _K_TITLE, np.where(full, TITLE_POINTS, TITLE_PARTIAL_POINTS) * share, points)
-            points = np.where((kind == _K_SLUG) & full, SLUG_POINTS * share, points)
-            points = np.where((kind == _K_ALIAS) & full, ALIAS_POINTS * share / self._ph_holders[touched], points)
-            points = np.where((kind == _K_DOMAIN) & full, DOMAIN_POINTS * share, points)
-            points = np.where((kind == _K_TAG) & full, TAG_POINTS * share, points)
-            points = np.where((kind == _K_ANSWER) & (sim >= ANSWERS_MIN), ANSWERS_POINTS * sim, points)
+            # Per phrase: its points when every token is in the question (title, slug, alias / holders,
+            # labels), when only some are (title only), and for a sample question its similarity.
+            points = np.where(full, self._ph_full[touched], self._ph_partial[touched]) * share
+            answer = self._ph_answer[touched]
+            if answer.any():
+                sim = squares / (q_norm * self._ph_norm[touched])
+                points = np.where(answer & (sim >= ANSWERS_MIN), ANSWERS_POINTS * sim, points)
             owner = self._ph_doc[touched]
+            matched = (touched, owner, full, points)
             # One alias and one sample question count per note (the best); title, slug and labels add up.
-            best_of = (kind == _K_ALIAS) | (kind == _K_ANSWER)
-            add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=n)
-            for group in (_K_ALIAS, _K_ANSWER):
-                sel = kind == group
-                if sel.any():
-                    top = np.zeros(n)
-                    np.maximum.at(top, owner[sel], points[sel])
-                    add = add + top
+            best_of = self._ph_best_of[touched]
+            if best_of.any():
+                add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=n).astype(np.float64)
+                # The best alias and the best sample question of each note: one max over (note, group).
+                slot = owner[best_of].astype(np.int64) * 2 + self._ph_answer[touched[best_of]]
+                top2 = np.zeros(2 * n)
+                np.maximum.at(top2, slot, points[best_of])
+                add += top2[0::2] + top2[1::2]
+            else:
+                add = np.bincount(owner, weights=points, minlength=n)
             scores = scores + add
         scored = scores > 0
         scores = scores + np.where(scored, self._bonus_if_scored, 0.0)
@@ -567,14 +610,12 @@ class SearchIndex:
         for nb, (value, _seed) in lifted.items():
             final[nb] = value
 
-        top = _top(final, k)
-        qset = set(unique)
+        top = [i for i in _top(final, k) if final[i] > 0]
+        phrase_reasons = self._reasons(matched, top)
         hits_out: list[Hit] = []
         for i in top:
-            if final[i] <= 0:
-                break
             d = self._docs[i]
-            why = self._reasons(d, qset, mass, q_norm)
+            why = phrase_reasons.get(i, [])
             if bm25[i] > 0:
                 why.append(f"bm25:{BM25_POINTS * bm25[i] / best_bm25:.2f}")
             if scored[i]:
@@ -609,46 +650,52 @@ class SearchIndex:
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
 
-    def _reasons(self, d: _Doc, qset: set[str], mass: float, q_norm: float) -> list[str]:
-        """The phrase reasons of one note, in a stable order (alias, title, slug, answers, labels)."""
-        idf = self._idf
-        vocab = self._vocab
-        alias: tuple[float, str] | None = None
-        answer: tuple[float, str] | None = None
-        title: list[str] = []
-        labels: list[str] = []
-        for p in d.phrases:
-            present = [t for t in p.tokens if t in qset]
-            if not present:
+    def _reasons(self, matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, top: list[int]) -> dict[int, list[str]]:
+        """The phrase reasons of the returned notes, from the phrase scores already computed, in a
+        stable order: alias, title/slug, sample question, labels."""
+        out: dict[int, list[str]] = {}
+        if matched is None or not top:
+            return out
+        touched, owner, full, points = matched
+        best: dict[tuple[int, int], tuple[float, int]] = {}
+        parts: dict[int, list[list[str]]] = {}
+        # Phrases are numbered note after note, and `touched` is sorted: a note's entries are one run.
+        bounds = np.searchsorted(touched, self._ph_start[np.asarray(top)], side="left").tolist()
+        ends = np.searchsorted(touched, self._ph_start[np.asarray(top) + 1], side="left").tolist()
+        selected = [j for lo, hi in zip(bounds, ends) for j in range(lo, hi)]
+        for j in selected:
+            i = int(owner[j])
+            t = int(touched[j])
+            phrase = self._ph_list[t]
+            kind = phrase.kind
+            slot = parts.setdefault(i, [[], [], [], []])
+            if kind == _K_TITLE:
+                slot[1].append("title" if full[j] else "title-partial")
+            elif kind == _K_ANSWER:
+                if points[j] > 0:
+                    key = (i, kind)
+                    if key not in best or points[j] > best[key][0]:
+                        best[key] = (float(points[j]), t)
+            elif not full[j]:
                 continue
-            full = len(present) == len(p.tokens)
-            if p.kind == _K_ANSWER:
-                shared = sum(float(idf[vocab[t]]) ** 2 for t in present)
-                norm = math.sqrt(sum(float(idf[vocab[t]]) ** 2 for t in p.tokens))
-                sim = shared / (q_norm * norm) if norm else 0.0
-                if sim >= ANSWERS_MIN and (answer is None or sim > answer[0]):
-                    answer = (sim, "answers-full" if sim >= ANSWERS_FULL else f"answers-partial:{sim:.2f}")
-            elif p.kind == _K_TITLE:
-                title.append("title" if full else "title-partial")
-            elif not full:
-                continue
-            elif p.kind == _K_SLUG:
-                title.append("slug")
-            elif p.kind == _K_ALIAS:
-                share = sum(float(idf[vocab[t]]) for t in present) / mass
-                if alias is None or share > alias[0]:
-                    alias = (share, f"alias:{p.text}")
-            elif p.kind == _K_DOMAIN:
-                labels.append(f"domain:{p.text}")
+            elif kind == _K_SLUG:
+                slot[1].append("slug")
+            elif kind == _K_ALIAS:
+                key = (i, kind)
+                if key not in best or points[j] > best[key][0]:
+                    best[key] = (float(points[j]), t)
             else:
-                labels.append(f"tag:{p.text}")
-        out = [alias[1]] if alias else []
-        out.extend(title)
-        if answer:
-            out.append(answer[1])
-        out.extend(labels)
+                slot[3].append(f"{'domain' if kind == _K_DOMAIN else 'tag'}:{phrase.text}")
+        for (i, kind), (value, t) in best.items():
+            slot = parts.setdefault(i, [[], [], [], []])
+            if kind == _K_ALIAS:
+                slot[0].append(f"alias:{self._ph_list[t].text}")
+            else:
+                sim = value / ANSWERS_POINTS
+                slot[2].append("answers-full" if sim >= ANSWERS_FULL else f"answers-partial:{sim:.2f}")
+        for i, slot in parts.items():
+            out[i] = slot[0] + slot[1] + slot[2] + slot[3]
         return out
-
 
 def _deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
@@ -677,6 +724,9 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 3)
 
 
+_DENSE_PHRASES = 20_000
+
+
 def _top(scores: np.ndarray, k: int) -> list[int]:
     """Indices of the k best scores, best first, ties by index (= by id, since notes are in id order).
 
@@ -685,6 +735,9 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     n = scores.shape[0]
     if n == 0 or k <= 0:
         return []
+    if n <= 4096:  # a full sort of a small array is one call
+        order = np.lexsort((np.arange(n), -scores))
+        return order[:k].tolist()
     if k < n:
         kth = np.partition(scores, n - k)[n - k]
         pool = np.flatnonzero(scores >= kth)

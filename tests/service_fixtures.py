@@ -110,7 +110,9 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     root.addHandler(capture)
     for name in _LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if name.startswith("grasbot") else logging.INFO)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto must say TCP: asyncio sets TCP_NODELAY on accepted sockets only then, and without it every
+    # response waits 40 ms for a delayed ACK (Nagle), which made the tests ten times slower.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -416,3 +416,133 @@ def test_server_binds_loopback_by_default() -> None:
 
     args = build_parser().parse_args(["serve"])
     assert args.host == "127.0.0.1" and args.port == 8000 and args.workers == 1
+
+
+# -- configuration and the command line ------------------------------------------------------------
+def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
+    from grasbot.config import ConfigError, Settings
+
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "LLM_MODEL=qwen3:14b\nSEARCH_TOP_K=7\nCORS_ORIGINS=https://a.example, https://b.example\n"
+        "LANGFUSE_HOST=https://lf.example\nLLM_THINK=true\nASK_MAX_CHARS=500\n",
+        encoding="utf-8",
+    )
+    s = Settings.from_env(environ={"SEARCH_TOP_K": "3"}, env_file=env_file)
+    assert s.llm_model == "qwen3:14b"  # from .env
+    assert s.search_top_k == 3  # the real environment wins over .env
+    assert s.cors_origins == ("https://a.example", "https://b.example")
+    assert s.langfuse_base_url == "https://lf.example"  # LANGFUSE_HOST as the fallback
+    assert s.llm_think is True and s.ask_max_chars == 500
+    assert not s.langfuse_enabled
+    defaults = Settings.from_env(environ={}, env_file=None)
+    assert (defaults.ollama_url, defaults.llm_model, defaults.search_top_k) == ("http://localhost:11434", "qwen3:8b", 5)
+    assert (defaults.llm_num_ctx, defaults.llm_num_predict, defaults.llm_temperature, defaults.llm_keep_alive) == (8192, 1024, 0.4, "30m")
+    assert defaults.llm_think is False and defaults.ask_max_chars == 2000
+    for bad in ({"SEARCH_TOP_K": "cinq"}, {"LLM_TIMEOUT": "-1"}, {"OLLAMA_URL": "localhost:11434"}, {"LLM_THINK": "peut-être"}):
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env(environ=bad, env_file=None)
+        assert next(iter(bad)) in str(info.value)
+
+
+def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    import os
+    import subprocess
+    import sys
+
+    port = closed_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(tmp_path / "nowhere"))
+    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), "--workers", "2"]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as client:
+            while True:
+                try:
+                    health = client.get("/health").json()
+                    break
+                except httpx.HTTPError:
+                    assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
+                    time.sleep(0.1)
+            assert health["vault"]["dir"] == str(SAMPLE_VAULT.resolve())  # --vault wins over VAULT_DIR
+            assert client.get("/ask", params={"q": RUST}).status_code == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    missing = subprocess.run(
+        [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(tmp_path / "absent")],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 2
+    assert "vault folder not found" in missing.stderr and "Traceback" not in missing.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT)],
+        env={**env, "SEARCH_TOP_K": "many"}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "SEARCH_TOP_K" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, service_vault: Path) -> None:
+    """With --workers 2, a reload lands on one worker; the other follows through the shared stamp."""
+    import os
+    import subprocess
+    import sys
+
+    port = closed_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env.update(OLLAMA_URL=fake_ollama.url)
+    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(service_vault), "--port", str(port), "--workers", "2", "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        # A fresh connection per request, so the kernel spreads them over both workers.
+        def health() -> dict:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as c:
+                return c.get("/health").json()
+
+        while True:
+            try:
+                health()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        pids: set[int] = set()
+        while len(pids) < 2:  # both workers are up and answering with the old vault
+            assert time.monotonic() < deadline, "the second worker never answered"
+            pids.add(health()["worker_pid"])
+        write_note(service_vault, "10-Projets/tout-neuf.md", "title: Tout neuf\nslug: tout-neuf\ntype: projet\nvisibility: public", "Neuf.")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as c:
+            assert c.post("/reload-vault").json()["added"] == ["tout-neuf"]
+        updated: set[int] = set()
+        deadline = time.monotonic() + 20
+        while updated != pids:  # bounded poll: every worker ends up on the new vault
+            assert time.monotonic() < deadline, f"workers {pids - updated} kept serving the old vault"
+            body = health()
+            if body["vault_size"] == PUBLIC_COUNT + 1:
+                updated.add(body["worker_pid"])
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_client_leaving_a_stream_does_not_hang_the_server(fake_ollama: FakeOllama) -> None:
+    fake_ollama.script(reply=" ".join(f"mot{i}" for i in range(200)), chunk_delay=0.2)  # 40 s if read to the end
+    with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
+        with httpx.Client(base_url=server.url, timeout=10, trust_env=False) as client:
+            with client.stream("GET", "/ask/stream", params={"q": RUST}) as r:
+                lines = r.iter_lines()
+                assert next(lines) == "event: sources"
+            # The visitor left after the first event; the server keeps answering others at once.
+            fake_ollama.script(reply="ok")
+            assert client.get("/ask", params={"q": RUST}).json()["response"] == "ok"
+        assert "internal error" not in server.logs.text()
+    # Leaving the `with` stopped the server: had the abandoned generation kept it busy, this would time out.

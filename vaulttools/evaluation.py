@@ -9,8 +9,8 @@ A question set is a YAML list (or a mapping with a `questions:` list) of items::
       kind: direct               # optional: results are also reported by kind
 
 Metrics, over the items that have expectations: hit@1 (an expected note is first), hit@5 (one is in the
-top 5), recall@5 (share of the expected notes in the top 5), MRR (1 / rank of the first expected note, 0
-when none is in the results). Over the items marked `grounded: false`: the share answered ungrounded
+top 5), recall@5 (share of the expected notes in the top 5), MRR (1 / rank of the first expected note in
+the first 10 results, 0 when none is there). Over the items marked `grounded: false`: the share answered ungrounded
 (`offtopic_rejected`); over the items marked grounded: the share answered grounded (`ontopic_grounded`).
 """
 
@@ -27,6 +27,8 @@ import yaml
 
 #: How many results an item is judged on (hit@5, recall@5).
 DEPTH = 5
+#: How many results are kept per question (MRR looks this deep; beyond it the reciprocal rank is 0).
+KEEP = 10
 
 
 class QuestionSetError(ValueError):
@@ -190,14 +192,14 @@ def unknown_expectations(questions: Sequence[Question], known: set[str]) -> list
     return [(q, e) for q in questions for e in q.expect if e not in known]
 
 
-def evaluate(questions: Sequence[Question], search: Callable[[str], Any], depth: int = DEPTH) -> Report:
-    """Run every question through `search` (a SearchIndex.search-like callable returning a SearchResult)
-    and time the search alone."""
+def evaluate(questions: Sequence[Question], search: Callable[[str, int], Any], keep: int = KEEP) -> Report:
+    """Run every question through `search(question, top_k)` (SearchIndex.search or alike, returning a
+    SearchResult) and time the search alone."""
     report = Report()
     for question in questions:
         started = time.perf_counter()
-        result = search(question.q)
+        result = search(question.q, keep)
         elapsed = (time.perf_counter() - started) * 1000.0
-        ids = [hit.id for hit in result.hits[:max(depth, DEPTH)]]
+        ids = [hit.id for hit in result.hits[:keep]]
         report.items.append(ItemResult(question, ids, bool(result.grounded), elapsed))
     return report

@@ -39,6 +39,10 @@ __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 #: before its state is accepted as it is.
 MAX_SETTLE_TRIES = 3
 
+#: Above this many notes, `with_index=None` ("auto") keeps no search index: bringing it up to date costs
+#: too much per save, and the one rule that needs it (`answer-not-retrieved`) is then left to `vaulttools lint`.
+INDEX_AUTO_LIMIT = 2000
+
 #: Rule reported when the linter itself fails on a note (a bug of ours): the note is flagged, not skipped.
 INTERNAL_RULE = "internal-error"
 
@@ -153,6 +157,7 @@ class LiveVault:
         *,
         index: Any = None,
         with_index: bool = False,
+        notices: Iterable[str] = (),
     ) -> None:
         self.vault = vault
         self.root: Path = vault.root
@@ -167,6 +172,8 @@ class LiveVault:
         self._settle_tries: dict[str, int] = {}
         self._carry: set[str] = set()  # notes to re-lint with the next batch (relinked by an unsettled one)
         self._listeners: list[Callable[[LiveDelta], Any]] = []
+        #: Things the user should know about this session (a rule left out, and why).
+        self.notices: list[str] = list(notices)
         for path, note in vault.notes.items():
             self._index_identity(path, note)
         self._store(self._lint_all())
@@ -180,11 +187,13 @@ class LiveVault:
         taxonomy: str | Path | None = None,
         config: Any = None,
         exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
-        with_index: bool = True,
+        with_index: bool | None = True,
     ) -> LiveVault:
         """Read and lint the whole vault. `taxonomy` is an explicit TAXONOMIE.md (else the usual search:
-        `VAULT/TAXONOMIE.md`, then the folder above); `config` is the lint configuration (None: defaults);
-        `with_index=False` skips the search index (the watcher does not need it, the TUI does).
+        `VAULT/TAXONOMIE.md`, then the folder above); `config` is the lint configuration (None: the vault's
+        own, see `vaulttools.lint.load_config`). `with_index`: keep a `SearchIndex` up to date (the TUI's
+        preview needs it; so does the `answer-not-retrieved` rule, which is switched off without one);
+        None chooses by size (up to INDEX_AUTO_LIMIT notes).
 
         Raises FileNotFoundError/NotADirectoryError for a missing vault folder, and whatever the taxonomy
         loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages)."""
@@ -205,9 +214,20 @@ class LiveVault:
             # found, not asked for: watch with the structural rules and say why; fixing the file
             # brings the vocabulary rules back (apply() reloads it when it changes)
             loaded, error = None, str(exc)
-        linter = _Linter(loaded, config, taxonomy_path, error)
+        notices = []
+        if with_index is None:
+            with_index = len(vault.notes) <= INDEX_AUTO_LIMIT
+            if not with_index and config.enabled("answer-not-retrieved"):
+                notices.append(
+                    f"answer-not-retrieved is not checked while watching a vault of more than "
+                    f"{INDEX_AUTO_LIMIT} notes (run `vaulttools lint` for it)"
+                )
         index = _build_index(vault) if with_index else None
-        return cls(vault, linter, index=index, with_index=with_index)
+        if index is None and config.enabled("answer-not-retrieved"):
+            # without a live index every re-check would build a whole new one
+            config = config.with_options(ignore=["answer-not-retrieved"])
+        linter = _Linter(loaded, config, taxonomy_path, error)
+        return cls(vault, linter, index=index, with_index=with_index, notices=notices)
 
     # -- reading (any thread) --------------------------------------------------------------------------
     @contextmanager
@@ -327,8 +347,17 @@ class LiveVault:
         self._carry = set()
         unsettled: list[str] = []
         read_failures: dict[str, str] = {}
+        merged = LinkChange()
+        folders: list[str] = []  # folders in this batch: their files are re-read by the folder's walk
         for rel in paths:
-            stat_before = _stat(self.root / rel)
+            if rel.startswith("../") or rel.startswith("/"):
+                continue  # outside the vault: only ever the taxonomy file beside it
+            if any(rel.startswith(folder + "/") for folder in folders):
+                continue
+            full = self.root / rel
+            if full.is_dir() or (rel not in vault.notes and rel not in vault.files and not full.exists()):
+                folders.append(rel)  # a folder, or something gone that may have been one
+            stat_before = _stat(full)
             try:
                 change = vault.update_file(rel)
             except Exception as exc:  # the engine promises not to raise; if it does, flag the file
@@ -341,11 +370,14 @@ class LiveVault:
             self._settle_tries.pop(rel, None)
             touched |= change.changed
             relinked |= change.relinked
-            if self.index is not None and (change.changed or change.relinked):
-                try:
-                    self.index.update(vault, change)
-                except Exception:  # keep serving the old ranking rather than stop watching
-                    pass
+            merged.changed |= change.changed
+            merged.relinked |= change.relinked
+        if self.index is not None and (merged.changed or merged.relinked):
+            merged.relinked -= merged.changed
+            try:
+                self.index.update(vault, merged)  # once per batch: a burst of 1,000 files is one update
+            except Exception:  # keep serving the old ranking rather than stop watching
+                pass
 
         unsettled_set = set(unsettled)
         present = set(vault.notes)
@@ -472,10 +504,7 @@ class LiveVault:
         if tax is None:
             # a TAXONOMIE.md appearing in the vault turns the vocabulary rules on
             return any(p.lower() == "taxonomie.md" for p in paths)
-        try:
-            rel = tax.resolve().relative_to(self.root).as_posix()
-        except (ValueError, OSError):
-            return False
+        rel = os.path.relpath(tax.resolve(), self.root).replace(os.sep, "/")
         return rel in paths
 
     def _reload_taxonomy(self) -> None:

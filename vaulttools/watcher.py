@@ -247,7 +247,9 @@ class VaultWatcher:
 
     `poll=True` uses watchdog's polling observer (network drives, WSL's /mnt/c, where no native events
     arrive); `poll_interval` is then its period. `ignore` decides which vault-relative paths are never
-    reported (default `is_ignored`).
+    reported (default `is_ignored`). `extra_files` are files outside the vault worth watching too (the
+    TAXONOMIE.md beside the vault): they are reported by their path relative to the vault root
+    (``../TAXONOMIE.md``).
     """
 
     def __init__(
@@ -262,9 +264,16 @@ class VaultWatcher:
         on_error: Callable[[BaseException], Any] | None = None,
         poll: bool = False,
         poll_interval: float = 0.5,
+        extra_files: Iterable[str | Path] = (),
     ) -> None:
         self.root = Path(root).resolve()
         self._root_str = str(self.root)
+        self._extra: dict[str, str] = {}  # absolute path -> path relative to the root ("../X.md")
+        for extra in extra_files:
+            full = Path(extra).resolve()
+            rel = os.path.relpath(full, self.root).replace(os.sep, "/")
+            if rel.startswith("../"):
+                self._extra[str(full)] = rel
         self._ignore = ignore
         self._poll = poll
         self._poll_interval = poll_interval
@@ -295,6 +304,8 @@ class VaultWatcher:
         ]
         try:
             observer.schedule(handler, self._root_str, recursive=True, event_filter=wanted)
+            for folder in sorted({os.path.dirname(p) for p in self._extra}):
+                observer.schedule(handler, folder, recursive=False, event_filter=wanted)
             observer.start()
         except OSError as exc:
             try:
@@ -338,7 +349,7 @@ class VaultWatcher:
             return ""
         prefix = self._root_str.rstrip(os.sep) + os.sep
         if not text.startswith(prefix):
-            return None
+            return self._extra.get(text)
         rel = text[len(prefix):]
         return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
@@ -368,7 +379,7 @@ class _Handler:
             if kind in ("created", "deleted"):
                 self._accept(rel, writing=False)
             return
-        if rel is None or self._watcher._ignore(rel):
+        if rel is None or (self._watcher._ignore(rel) and not rel.startswith("../")):
             return
         if kind in ("created", "deleted"):
             self._accept(rel, writing=False if kind == "deleted" else None)
@@ -379,7 +390,7 @@ class _Handler:
                 self._touch(rel, writing=False)
 
     def _accept(self, rel: str | None, *, writing: bool | None) -> None:
-        if rel and not self._watcher._ignore(rel):
+        if rel and (rel.startswith("../") or not self._watcher._ignore(rel)):
             self._touch(rel, writing=writing)
 
 

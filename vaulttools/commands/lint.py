@@ -64,17 +64,21 @@ def _run(args: argparse.Namespace) -> int:
         except TaxonomyError as exc:
             raise CliError(str(exc)) from None
 
-    try:
-        vault = Vault.load(root)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise CliError(str(exc)) from None
     cache = None if args.no_cache or args.fix or args.diff else LintCache.open(root, taxonomy, config)
-
-    progress, stop = _progress(len(vault.notes))
-    try:
-        result = lint_vault(vault, taxonomy, config, cache=cache, progress=progress)
-    finally:
-        stop()
+    result = cache.fast_result(taxonomy, config) if cache is not None else None
+    vault = None
+    if result is None:
+        try:
+            vault = Vault.load(root)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise CliError(str(exc)) from None
+        progress, stop = _progress(len(vault.notes))
+        try:
+            result = lint_vault(vault, taxonomy, config, cache=cache, progress=progress)
+        finally:
+            stop()
+        if cache is not None:
+            cache.record(vault, result, result.answers_checked)
     if cache is not None:
         cache.save()
 
@@ -95,6 +99,8 @@ def _run(args: argparse.Namespace) -> int:
             if f.error:
                 failed += 1
                 print(f"not fixed: {f.error}", file=sys.stderr)
+            for diag, reason in f.skipped:
+                print(f"not fixed: {f.path}:{diag.line}:{diag.column}: {diag.rule}: {reason}", file=sys.stderr)
         count = sum(len(f.applied) for f in written)
         print(f"Fixed {count} finding{'s' if count != 1 else ''} in {len(written)} "
               f"file{'s' if len(written) != 1 else ''}.", file=sys.stderr)

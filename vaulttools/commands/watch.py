@@ -13,7 +13,7 @@ Text lines look like lint's, with the time and what happened in front::
 
 `--format json` prints one JSON object per line, one per event (`time` is ISO 8601 with the offset):
 
-- ``{"event": "start", "time", "vault", "notes", "taxonomy", "taxonomy_error", "api", "summary":
+- ``{"event": "start", "time", "vault", "notes", "taxonomy", "taxonomy_error", "api", "notices", "summary":
   {"error", "warning"}, "diagnostics": [diagnostic...], "elapsed_ms"}``: the full check (every current
   diagnostic, in lint's JSON shape);
 - ``{"event": "change", "time", "changed", "added", "removed", "moved": [[old, new]...], "relinked",
@@ -43,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
@@ -174,6 +175,7 @@ class Reporter:
             self._json({
                 "event": "start", "time": _now_iso(), "vault": str(live.root), "notes": live.note_count(),
                 "taxonomy": str(tax) if tax else None, "taxonomy_error": tax_error, "api": api,
+                "notices": list(live.notices),
                 "summary": counts, "diagnostics": [d.to_dict() for d in live.diagnostics()],
                 "elapsed_ms": round(elapsed_ms, 1),
             })  # fmt: skip
@@ -188,6 +190,8 @@ class Reporter:
                   (f" ({live.note_count()} notes, {taxonomy}, checked in {elapsed_ms:.0f} ms): ", ""), *status]]  # fmt: skip
         if tax_error:
             lines.append([(pad, ""), (f"taxonomy not usable: {tax_error}", "red")])
+        for notice in live.notices:
+            lines.append([(pad, ""), (notice, "yellow")])
         if by_rule:
             top = ", ".join(f"{rule} {n}" for rule, n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0])))
             lines.append([(pad, ""), ("by rule: " + top, "dim")])
@@ -309,6 +313,7 @@ class Reporter:
 def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: IO[str] | None = None) -> int:
     """Watch until Ctrl-C/SIGTERM/SIGHUP, or until `stop` is set (tests and embedders run this in a thread
     and set it). Returns 0 after a clean stop."""
+    from vaulttools.lint import ConfigError
     from vaulttools.live import LiveVault
     from vaulttools.reload_client import Pusher
     from vaulttools.taxonomy import TaxonomyError
@@ -358,7 +363,13 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
     def on_error(exc: BaseException) -> None:
         reporter.error(f"error while checking changes (watching goes on): {type(exc).__name__}: {exc}")
 
-    watcher = VaultWatcher(root, handle, quiet=args.quiet_ms / 1000.0, on_error=on_error, poll=args.poll)
+    from vaulttools.taxonomy import find_taxonomy
+
+    taxonomy_file = find_taxonomy(root, args.taxonomy and Path(args.taxonomy))  # beside the vault: watch it too
+    watcher = VaultWatcher(
+        root, handle, quiet=args.quiet_ms / 1000.0, on_error=on_error, poll=args.poll,
+        extra_files=[taxonomy_file] if taxonomy_file is not None and taxonomy_file.is_file() else [],
+    )  # fmt: skip
     restore = _install_signal_handlers(stop, reason)
     try:
         # Watch first, then read: a save that lands while the vault is being read is applied afterwards
@@ -369,11 +380,13 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
             raise CliError(str(exc)) from None
         started = time.perf_counter()
         try:
-            live = LiveVault.load(root, taxonomy=args.taxonomy, with_index=False)
+            live = LiveVault.load(root, taxonomy=args.taxonomy, with_index=None)
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise CliError(str(exc)) from None
         except TaxonomyError as exc:
             raise CliError(f"--taxonomy: {exc}") from None
+        except ConfigError as exc:
+            raise CliError(str(exc)) from None
         state["live"] = live
         reporter.start(live, api, (time.perf_counter() - started) * 1000)
         ready.set()

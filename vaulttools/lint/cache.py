@@ -1,31 +1,50 @@
-"""A cache of note-local findings, keyed by each file's content digest, so re-linting after editing one note
-re-checks only that note's frontmatter.
+"""The lint cache: a second run re-reads only what changed.
 
-The cache is one JSON file, ``VAULT/.vaulttools_cache/lint.json`` (a hidden folder: neither Obsidian nor the
-vault loader reads it; it holds a ``.gitignore`` so it is never committed), or under ``$VAULTTOOLS_CACHE_DIR``.
-It is valid only for the same engine version, taxonomy (file digest), configuration and day (`updated-date`
-compares with today); otherwise it starts empty. Cross-note rules (links, duplicates, retrieval) are always
-recomputed on the whole loaded vault: they depend on every note. A cache that cannot be read or written is
-silently ignored (a read-only vault lints fine, just without it).
+What it holds (one file, ``VAULT/.vaulttools_cache/lint.bin``, or under ``$VAULTTOOLS_CACHE_DIR``; the
+hidden folder is read neither by Obsidian nor by the vault loader, and holds a ``.gitignore`` so it is never
+committed):
+
+- *per note*: its content digest, its note-local findings (frontmatter, vocabulary, slug-mismatch), its final
+  findings after the whole run, and its *exports*: what other notes' findings depend on (headings, block
+  ids, slug, aliases, visibility);
+- *per file* of the vault folder: modification time and size.
+
+It is valid only for the same engine version, Python version, taxonomy (file digest), configuration and day
+(`updated-date` compares with today); otherwise it starts empty.
+
+How a run uses it (`LintCache.fast_result`):
+
+1. nothing changed (every file has the same time and size, or the same digest): the stored findings are the
+   answer; the vault is not even loaded;
+2. some notes changed but their exports did not (the usual edit: body text, a tag, an answer): those notes
+   alone are read and checked; their links are resolved by the engine's own `grasbot.links.Resolver`, built
+   from the stored names, aliases and anchors, and every other note's findings stand, because nothing they
+   depend on moved;
+3. anything else (a note added, removed or renamed, a heading or alias or visibility changed, an attachment
+   changed, `answer-not-retrieved` active, which depends on the whole index): a full run, which refreshes
+   the cache. Note-local findings of unchanged notes still come from the cache then.
+
+A cache that cannot be read or written is ignored: a read-only vault lints fine, just without it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
+import marshal
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from grasbot.notes import Note
+from grasbot.notes import Heading, Note, Resolution
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 
 __all__ = ["LintCache", "cache_dir"]
 
-_FILE = "lint.json"
+_FILE = "lint.bin"
 
 
 def cache_dir(root: Path) -> Path:
@@ -36,32 +55,128 @@ def cache_dir(root: Path) -> Path:
     return Path(root) / ".vaulttools_cache"
 
 
-def _encode(diag: Diagnostic) -> list[Any]:
+def _encode(diag: Diagnostic) -> tuple:
     fix = None
     if diag.fix is not None:
-        fix = [diag.fix.message, [[e.kind, e.field, e.index, e.old, e.new, e.after] for e in diag.fix.edits]]
-    return [diag.line, diag.column, diag.end_line, diag.end_column, diag.rule, diag.severity.value, diag.message, fix]
+        fix = (diag.fix.message, tuple((e.kind, e.field, e.index, e.old, e.new, e.after) for e in diag.fix.edits))
+    return (diag.line, diag.column, diag.end_line, diag.end_column, diag.rule, diag.severity.value, diag.message, fix)
 
 
-def _decode(path: str, row: list[Any]) -> Diagnostic:
+def _decode(path: str, row: tuple) -> Diagnostic:
     line, column, end_line, end_column, rule, severity, message, fix = row
-    decoded_fix = None
-    if fix is not None:
-        decoded_fix = Fix(fix[0], tuple(Edit(*edit) for edit in fix[1]))
+    decoded_fix = Fix(fix[0], tuple(Edit(*edit) for edit in fix[1])) if fix is not None else None
     return Diagnostic(path, line, column, end_line, end_column, rule, Severity(severity), message, decoded_fix)
 
 
-class LintCache:
-    """Note-local findings by (path, content digest). Use `open`, pass to `lint_vault(cache=...)`, then `save`."""
+def exports(note: Note) -> tuple:
+    """What other notes' findings depend on: if this is unchanged, their findings are too."""
+    meta = note.meta if isinstance(note.meta, dict) else {}
+    slug = meta.get("slug")
+    aliases = meta.get("aliases")
+    visibility = meta.get("visibility")
+    return (
+        tuple((h.text, h.level) for h in note.headings),
+        tuple(sorted(note.block_ids)),
+        slug if isinstance(slug, str) else None,
+        tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list) else (aliases if isinstance(aliases, str) else None),
+        visibility if isinstance(visibility, str) else (None if visibility is None else repr(visibility)),
+        note.is_private,
+    )
 
-    def __init__(self, file: Path | None, key: str) -> None:
+
+def _walk(root: Path) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every file under `root` whose path has no hidden part: a superset of the notes and
+    attachments the vault loader reads, so any change it could see changes this."""
+    out: dict[str, tuple[int, int]] = {}
+    stack = [("", str(root))]
+    while stack:
+        rel_dir, abs_dir = stack.pop()
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            try:
+                if entry.is_dir():
+                    stack.append((rel, entry.path))
+                else:
+                    st = entry.stat()
+                    out[rel] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                continue
+    return out
+
+
+class _CachedVault:
+    """Just enough of `grasbot.vault.Vault` for the link and slug rules to check a few changed notes against
+    the stored state of all the others (same resolver, same anchor tables)."""
+
+    def __init__(self, root: Path, notes: dict[str, Note], files: list[str]) -> None:
+        from grasbot.links import Resolver
+
+        self.root = root
+        self.notes = notes
+        self.files = set(files)
+        self.problems: list = []
+        resolver = Resolver()
+        for path, note in notes.items():
+            resolver.add(path, True)
+            aliases = note.aliases
+            if aliases:
+                resolver.add_aliases(path, aliases)
+        for path in files:
+            resolver.add(path, False)
+        self._resolver = resolver
+        self._anchors: dict[str, Any] = {}
+
+    def _anchor_table(self, path: str):
+        from grasbot.links import AnchorTable
+
+        table = self._anchors.get(path)
+        if table is None:
+            note = self.notes.get(path)
+            if note is None:
+                return None
+            table = self._anchors[path] = AnchorTable(note.headings, note.block_ids)
+        return table
+
+    def resolutions(self, path: str) -> list[Resolution]:
+        note = self.notes[path]
+        return [self._resolver.resolve(link, path, self._anchor_table) for link in note.links]
+
+
+def _stand_in(path: str, ex: tuple) -> Note:
+    headings, blocks, slug, aliases, visibility, _private = ex
+    meta: dict[str, Any] = {}
+    if slug is not None:
+        meta["slug"] = slug
+    if aliases is not None:
+        meta["aliases"] = list(aliases) if isinstance(aliases, tuple) else aliases
+    if visibility is not None:
+        meta["visibility"] = visibility  # a non-string was stored as its repr: still private, as before
+    return Note(path=path, text="", meta=meta, body="", body_line=1, has_frontmatter=True,
+                headings=[Heading(t, lvl, 0) for t, lvl in headings], block_ids=set(blocks))
+
+
+class LintCache:
+    """Use `open`, try `fast_result`, else pass it to `lint_vault(cache=...)` and `record` the result; `save`."""
+
+    def __init__(self, file: Path | None, key: str, root: Path) -> None:
         self.file = file
         self.key = key
-        self.entries: dict[str, list[Any]] = {}
+        self.root = root
+        self.local: dict[str, tuple[str, tuple]] = {}  # path -> (digest, note-local findings)
+        self.snapshot: dict[str, Any] | None = None
         self.used: set[str] = set()
         self.dirty = False
         self.hits = 0
         self.misses = 0
+        self.mode = "full"  # how the last run was answered: "unchanged", "incremental" or "full"
 
     @classmethod
     def open(cls, root: Path, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> LintCache:
@@ -74,18 +189,21 @@ class LintCache:
                 tax_digest = hashlib.blake2b(Path(tax_path).read_bytes(), digest_size=12).hexdigest()
             except OSError:
                 tax_digest = "unreadable"
-        key = "|".join([ENGINE_VERSION, tax_digest, config.digest(), (today or _dt.date.today()).isoformat()])
-        cache = cls(cache_dir(root) / _FILE, key)
+        key = "|".join([ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest, config.digest(),
+                        (today or _dt.date.today()).isoformat()])
+        cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
-            data = json.loads(cache.file.read_text(encoding="utf-8"))
-            if data.get("key") == key and isinstance(data.get("notes"), dict):
-                cache.entries = data["notes"]
-        except (OSError, ValueError):
+            data = marshal.loads(cache.file.read_bytes())
+            if isinstance(data, dict) and data.get("key") == key:
+                cache.local = data.get("local", {})
+                cache.snapshot = data.get("snapshot")
+        except (OSError, ValueError, EOFError, TypeError):
             pass
         return cache
 
+    # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
-        entry = self.entries.get(note.path)
+        entry = self.local.get(note.path)
         self.used.add(note.path)
         if entry is None or entry[0] != note.digest or not note.digest:
             self.misses += 1
@@ -94,28 +212,132 @@ class LintCache:
         return [_decode(note.path, row) for row in entry[1]]
 
     def put(self, note: Note, diagnostics: list[Diagnostic]) -> None:
-        self.entries[note.path] = [note.digest, [_encode(d) for d in diagnostics]]
+        try:
+            rows = tuple(_encode(d) for d in diagnostics)
+            marshal.dumps(rows)
+        except ValueError:  # a fix holding a value marshal cannot store: do not cache this note
+            return
+        self.local[note.path] = (note.digest, rows)
         self.used.add(note.path)
         self.dirty = True
 
+    # -- whole results -------------------------------------------------------------------------------
+    def record(self, vault: Any, result: Any, answers_checked: bool) -> None:
+        """Remember a full run's findings and what they depend on, for `fast_result` next time."""
+        by_path: dict[str, list[tuple]] = {}
+        for diag in result.diagnostics:
+            by_path.setdefault(diag.path, []).append(_encode(diag))
+        notes = {}
+        for path, note in vault.notes.items():
+            notes[path] = (note.digest, exports(note), tuple(by_path.get(path, ())))
+        snapshot = {
+            "stats": _walk(self.root),
+            "notes": notes,
+            "files": sorted(vault.files),
+            "linted": result.notes,
+            "taxonomy": str(result.taxonomy) if result.taxonomy else None,
+            "notices": list(result.notices),
+            "answers_checked": answers_checked,
+        }
+        try:
+            marshal.dumps(snapshot)
+        except ValueError:
+            return
+        self.snapshot = snapshot
+        self.dirty = True
+
+    def fast_result(self, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> Any:
+        """The findings without loading the vault, when the stored ones can be reused; else None."""
+        snap = self.snapshot
+        if not snap:
+            return None
+        stats = _walk(self.root)
+        old_stats = snap["stats"]
+        if set(stats) != set(old_stats):
+            return None  # a file added, removed or renamed
+        notes = snap["notes"]
+        changed: dict[str, Note] = {}
+        for rel, sig in stats.items():
+            if tuple(old_stats[rel]) == sig:
+                continue
+            entry = notes.get(rel)
+            if entry is None:
+                return None  # an attachment or a document changed
+            try:
+                raw = (self.root / rel).read_bytes()
+            except OSError:
+                return None
+            from grasbot.vault import read_note
+
+            note = read_note(rel, raw)
+            if note.digest == entry[0]:
+                old_stats[rel] = sig  # touched, not changed
+                self.dirty = True
+                continue
+            if exports(note) != entry[1]:
+                return None
+            changed[rel] = note
+        if changed and snap.get("answers_checked"):
+            return None  # answer-not-retrieved depends on the whole index: a full run
+        from vaulttools.lint.engine import LintResult
+
+        if changed:
+            self._relint(changed, taxonomy, config, today)
+            self.mode = "incremental"
+        else:
+            self.mode = "unchanged"
+        diagnostics = [_decode(path, row) for path, entry in notes.items() for row in entry[2]]
+        diagnostics.sort(key=lambda d: d.sort_key)
+        return LintResult(root=self.root.resolve(), notes=snap["linted"], diagnostics=diagnostics,
+                          taxonomy=Path(snap["taxonomy"]) if snap["taxonomy"] else None, notices=list(snap["notices"]))
+
+    def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
+        from vaulttools.lint.engine import _keep, check_one_note
+        from vaulttools.lint.rules import LintContext, links, slugs
+        from vaulttools.lint.rules.frontmatter import suppressed_rules
+
+        snap = self.snapshot
+        assert snap is not None
+        notes: dict[str, Note] = {}
+        for path, entry in snap["notes"].items():
+            notes[path] = changed.get(path) or _stand_in(path, entry[1])
+        vault = _CachedVault(self.root.resolve(), notes, snap["files"])
+        ctx = LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today())  # type: ignore[arg-type]
+        paths = sorted(p for p in changed if not config.excluded(p))
+        for path in paths:
+            note = changed[path]
+            found = check_one_note(note, ctx)
+            self.put(note, found)
+            found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
+            suppressed = suppressed_rules(note)
+            kept = sorted((d for d in found if _keep(d, config, suppressed)), key=lambda d: d.sort_key)
+            entry = snap["notes"][path]
+            snap["notes"][path] = (note.digest, entry[1], tuple(_encode(d) for d in kept))
+        for path in changed:
+            snap["stats"][path] = _stat_sig(self.root / path)
+        self.dirty = True
+
     def save(self) -> None:
-        """Write the cache (only entries of notes seen in this run), atomically; errors are ignored."""
-        if self.file is None:
+        """Write the cache (note-local entries of notes seen in this run only), atomically; errors are ignored."""
+        if self.file is None or not self.dirty:
             return
-        stale = set(self.entries) - self.used
-        if not self.dirty and not stale:
-            return
-        for path in stale:
-            del self.entries[path]
+        if self.used:
+            self.local = {p: e for p, e in self.local.items() if p in self.used}
         folder = self.file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
             ignore = folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# created by vaulttools lint\n*\n", encoding="utf-8")
+            data = marshal.dumps({"key": self.key, "local": self.local, "snapshot": self.snapshot})
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lint.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"key": self.key, "notes": self.entries}, handle, ensure_ascii=False, separators=(",", ":"))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
             os.replace(tmp, self.file)
-        except OSError:
+        except (OSError, ValueError):
             pass
+
+
+def _stat_sig(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return (st.st_mtime_ns, st.st_size)

@@ -13,6 +13,8 @@ Keys (all optional)::
     exclude = ["archive/**", "drafts"]           # notes not linted (globs on the vault-relative path or a
                                                  # file/folder name); they still exist for links
     answer-top-k = 3                             # rank a note must reach for its own answers
+    answer-check-limit = 2000                    # above this many questions in the vault, answer-not-retrieved
+                                                 # runs only when selected explicitly (one search per question)
     [tool.vaulttools.lint.severity]
     alias-duplicate = "error"                    # "error", "warning" or "off"
 
@@ -35,7 +37,7 @@ from vaulttools.lint.registry import RULE_NAMES
 
 __all__ = ["LintConfig", "ConfigError", "load_config", "parse_rule_list"]
 
-_KEYS = ("select", "ignore", "exclude", "severity", "answer-top-k")
+_KEYS = ("select", "ignore", "exclude", "severity", "answer-top-k", "answer-check-limit")
 
 
 class ConfigError(ValueError):
@@ -49,6 +51,7 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
     answer_top_k: int = 3
+    answer_check_limit: int = 2000
     source: Path | None = None  # the file it was read from, for messages
 
     def enabled(self, rule: str) -> bool:
@@ -85,6 +88,7 @@ class LintConfig:
             "exclude": list(self.exclude),
             "severity": {k: v.value for k, v in sorted(self.severity.items())},
             "answer_top_k": self.answer_top_k,
+            "answer_check_limit": self.answer_check_limit,
         }
         return hashlib.blake2b(json.dumps(data, sort_keys=True).encode(), digest_size=12).hexdigest()
 
@@ -140,7 +144,11 @@ def _from_table(table: Any, source: Path, prefix: str) -> LintConfig:
     top_k = table.get("answer-top-k", 3)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ConfigError(f"{source}: `{prefix}.answer-top-k` must be a whole number ≥ 1")
+    limit = table.get("answer-check-limit", 2000)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"{source}: `{prefix}.answer-check-limit` must be a whole number ≥ 0")
     return LintConfig(
+        answer_check_limit=limit,
         select=frozenset(select) if select is not None else None,
         ignore=frozenset(ignore) | frozenset(off),
         exclude=tuple(exclude),

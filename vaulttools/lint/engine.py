@@ -62,6 +62,7 @@ class LintResult:
     taxonomy: Path | None = None  # the TAXONOMIE.md used, or None (structural rules only)
     notices: list[str] = field(default_factory=list)  # things the user should know (a rule that could not run)
     fixes: list[FileFix] = field(default_factory=list)  # filled by `apply_fixes`
+    answers_checked: bool = False  # whether answer-not-retrieved ran (its findings depend on every note)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -102,6 +103,7 @@ def _run(
     cache: LintCache | None,
     progress: Progress | None,
     notices: list[str],
+    flags: dict[str, bool] | None = None,
 ) -> list[Diagnostic]:
     ctx = _context(vault, taxonomy, config, index, today)
     _, vault_checks = checks()
@@ -125,6 +127,9 @@ def _run(
         if not any(config.enabled(rule) for rule in _FAMILY_RULES.get(family, ())):
             continue  # e.g. retrieval off: the index is never built
         found.extend(check(ctx, path_list))
+    notices.extend(ctx.notices)
+    if flags is not None:
+        flags["answers_checked"] = ctx.answers_checked
     if ctx.index_error and config.enabled("answer-not-retrieved"):
         notices.append(f"answer-not-retrieved did not run: the retrieval engine failed ({ctx.index_error})")
     out = []
@@ -159,7 +164,8 @@ def lint_vault(
     config = config or LintConfig()
     paths = [p for p in vault.notes if not config.excluded(p)]
     notices: list[str] = []
-    diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices)
+    flags: dict[str, bool] = {}
+    diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices, flags)
     notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
     return LintResult(
         root=Path(vault.root),
@@ -167,6 +173,7 @@ def lint_vault(
         diagnostics=diagnostics,
         taxonomy=getattr(taxonomy, "path", None),
         notices=notices,
+        answers_checked=flags.get("answers_checked", False),
     )
 
 

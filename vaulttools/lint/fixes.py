@@ -241,8 +241,13 @@ def _locate_scalar(t: _Text, start: int, flow: bool, expected: Any) -> tuple[int
     return start, end, token
 
 
-def _edits_for_field(t: _Text, data: Any, name: str, edits: Sequence[Edit], expected: dict[str, Any]) -> list[_Replacement]:
-    """Text replacements for every edit on one field, and the field's expected new value in `expected`."""
+def _edits_for_field(
+    t: _Text, data: Any, name: str, edits: Sequence[Edit], expected: dict[str, Any], not_done: list[tuple[Edit, str]]
+) -> list[_Replacement]:
+    """Text replacements for the edits on one field, and the field's expected new value in `expected`.
+
+    Raises _SkipEdit when the field as a whole cannot be edited; an edit that alone cannot be done (a
+    repeated item sharing its line with a comment) goes to `not_done` and the others still apply."""
     fm = t.fm
     kinds = {e.kind for e in edits}
     if "insert-key" in kinds:
@@ -310,27 +315,35 @@ def _edits_for_field(t: _Text, data: Any, name: str, edits: Sequence[Edit], expe
                 inner = json.dumps(str(items[i]), ensure_ascii=False)  # `a, b` or `x]` must be quoted in [ ]
         out.append(_Replacement(s, e, f"[{inner}]" if to_list else inner))
 
+    kept_drops: set[int] = set()
     for i in sorted(dropped):
         start = starts[i]
-        s, e, _ = _locate_scalar(t, start, flow, items[i])
-        if flow:
-            if i > 0:  # remove ", item" back to the end of the previous item
-                prev_s, prev_e, _ = _locate_scalar(t, starts[i - 1], flow, items[i - 1])
-                if (i - 1) in dropped:
-                    raise _SkipEdit("adjacent duplicates: fixed one at a time")
-                out.append(_Replacement(prev_e, e, ""))
-            else:  # first item: remove "item, " up to the next item
-                out.append(_Replacement(s, starts[1], ""))
-        else:
-            line = t.line_of(s)
-            line_start = t.starts[line]
-            before = fm[line_start:s]
-            after = fm[e : t.line_end(e)]
-            if before.strip() != "-" or after.strip():
-                raise _SkipEdit("the duplicate item shares its line with a comment or another value")
-            nxt = t.starts[line + 1] if line + 1 < len(t.starts) else len(fm)
-            out.append(_Replacement(line_start, nxt, ""))
-    expected[name] = [_plain(v) for i, v in enumerate(new_items) if i not in dropped]
+        try:
+            s, e, _ = _locate_scalar(t, start, flow, items[i])
+            if flow:
+                if i > 0:  # remove ", item" back to the end of the previous item
+                    if (i - 1) in dropped:
+                        raise _SkipEdit("adjacent duplicates: fixed one at a time")
+                    prev_s, prev_e, _ = _locate_scalar(t, starts[i - 1], flow, items[i - 1])
+                    out.append(_Replacement(prev_e, e, ""))
+                else:  # first item: remove "item, " up to the next item
+                    out.append(_Replacement(s, starts[1], ""))
+            else:
+                line = t.line_of(s)
+                line_start = t.starts[line]
+                before = fm[line_start:s]
+                after = fm[e : t.line_end(e)]
+                if before.strip() != "-" or after.strip():
+                    raise _SkipEdit("the repeated item shares its line with a comment or another value: "
+                                    "remove it by hand")
+                nxt = t.starts[line + 1] if line + 1 < len(t.starts) else len(fm)
+                out.append(_Replacement(line_start, nxt, ""))
+        except _SkipEdit as exc:
+            new_items[i] = items[i]
+            not_done.extend((edit, str(exc)) for edit in edits if edit.kind == "drop-item" and edit.index == i)
+            continue
+        kept_drops.add(i)
+    expected[name] = [_plain(v) for i, v in enumerate(new_items) if i not in kept_drops]
     return out
 
 
@@ -400,8 +413,9 @@ def apply_edits_to_text(text: str, edits: Iterable[Edit]) -> tuple[str, list[Edi
     for name in sorted(by_field):
         group = by_field[name]
         field_expected: dict[str, Any] = {}
+        not_done: list[tuple[Edit, str]] = []
         try:
-            reps = _edits_for_field(t, data, name, group, field_expected)
+            reps = _edits_for_field(t, data, name, group, field_expected, not_done)
         except _SkipEdit as exc:
             skipped += [(e, str(exc)) for e in group]
             continue
@@ -413,7 +427,9 @@ def apply_edits_to_text(text: str, edits: Iterable[Edit]) -> tuple[str, list[Edi
             continue
         replacements += reps
         expected.update(field_expected)
-        applied += group
+        skipped += not_done
+        left_out = {id(e) for e, _ in not_done}
+        applied += [e for e in group if id(e) not in left_out]
 
     if not replacements:
         return text, [], skipped

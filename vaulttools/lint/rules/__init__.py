@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import functools
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,8 +40,11 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=65536)
 def fold(text: str) -> str:
     """Lower-case, accents removed, blanks collapsed: how retrieval compares words (``Sécurité`` -> ``securite``)."""
+    if text.isascii():
+        return " ".join(text.lower().split())
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(stripped.casefold().split())
@@ -59,24 +63,59 @@ def edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def did_you_mean(value: str, choices: Iterable[str], strictness: int = 3) -> str | None:
-    """The closest choice to `value`, compared accent- and case-folded, or None when nothing is close.
+class Suggester:
+    """"Did you mean": the closest of a fixed set of choices, compared accent- and case-folded.
 
     Close means at most ``len(value) // strictness`` edits (at least 1): `devop` -> `devops`, `algoritmique`
-    -> `algorithmique`, but not `strapi` -> `tri` (a suggestion that misleads is worse than none).
+    -> `algorithmique`, but not `strapi` -> `tri` (a suggestion that misleads is worse than none). Past
+    `LARGE` choices (a 10k-note vault's file names) only one-edit typos are looked up, through an index of
+    single deletions, so a vault with many broken links stays fast.
     """
-    folded: dict[str, str] = {}
-    for choice in sorted(choices):
-        folded.setdefault(fold(choice), choice)
-    key = fold(value)
-    if not key:
+
+    LARGE = 2000
+
+    def __init__(self, choices: Iterable[str], strictness: int = 3) -> None:
+        self.folded: dict[str, str] = {}
+        for choice in sorted(choices):
+            self.folded.setdefault(fold(choice), choice)
+        self.strictness = strictness
+        self.deletes: dict[str, list[str]] | None = None
+        if len(self.folded) > self.LARGE:
+            deletes: dict[str, list[str]] = {}
+            for key in self.folded:
+                for variant in {key} | {key[:i] + key[i + 1 :] for i in range(len(key))}:
+                    deletes.setdefault(variant, []).append(key)
+            self.deletes = deletes
+        self._memo: dict[str, str | None] = {}
+
+    def suggest(self, value: str) -> str | None:
+        key = fold(value)
+        if key in self._memo:
+            return self._memo[key]
+        found = self._suggest(key) if key else None
+        self._memo[key] = found
+        return found
+
+    def _suggest(self, key: str) -> str | None:
+        if key in self.folded:
+            return self.folded[key]
+        if self.deletes is not None:
+            candidates: set[str] = set()
+            for variant in {key} | {key[:i] + key[i + 1 :] for i in range(len(key))}:
+                candidates.update(self.deletes.get(variant, ()))
+            scored = sorted((edit_distance(key, c), c) for c in candidates)
+            return self.folded[scored[0][1]] if scored and scored[0][0] <= 1 else None
+        limit = max(1, len(key) // self.strictness)
+        shortlist = difflib.get_close_matches(key, list(self.folded), n=5, cutoff=0.5)
+        scored = sorted((edit_distance(key, c), c) for c in shortlist)
+        if scored and scored[0][0] <= limit:
+            return self.folded[scored[0][1]]
         return None
-    limit = max(1, len(key) // strictness)
-    shortlist = difflib.get_close_matches(key, list(folded), n=5, cutoff=0.5)
-    scored = sorted((edit_distance(key, c), c) for c in shortlist)
-    if scored and scored[0][0] <= limit:
-        return folded[scored[0][1]]
-    return None
+
+
+def did_you_mean(value: str, choices: Iterable[str], strictness: int = 3) -> str | None:
+    """The closest choice to `value` (see `Suggester`), or None when nothing is close."""
+    return Suggester(choices, strictness).suggest(value)
 
 
 @dataclass(slots=True)
@@ -89,8 +128,12 @@ class LintContext:
     today: _dt.date
     index: SearchIndex | None = None
     index_error: str | None = None
+    notices: list[str] = field(default_factory=list)  # said once per run (a rule that could not run)
+    answers_checked: bool = False  # answer-not-retrieved searched at least once (results depend on the index)
     notes_by_slug: dict[str, list[str]] | None = None
     _name_choices: dict[str, str] | None = field(default=None, repr=False)
+    _suggesters: dict[str, Suggester] = field(default_factory=dict, repr=False)
+    _vocab_keys: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
     def severity(self, rule: str, default: Severity | None = None) -> Severity:
         """The configured severity of `rule`, else `default`, else the registry's."""
@@ -117,6 +160,23 @@ class LintContext:
                 names.setdefault(fold(note.stem), path)
             self._name_choices = names
         return self._name_choices
+
+    def suggester(self, name: str, choices: Callable[[], Iterable[str]], strictness: int = 3) -> Suggester:
+        """A `Suggester` built once per run and reused (vocabularies, note names)."""
+        found = self._suggesters.get(name)
+        if found is None:
+            found = self._suggesters[name] = Suggester(choices(), strictness)
+        return found
+
+    def vocab_keys(self, name: str, values: Iterable[str], key: Callable[[str], str]) -> dict[str, list[str]]:
+        """`key(value)` -> listed values, for one vocabulary (built once per run)."""
+        found = self._vocab_keys.get(name)
+        if found is None:
+            found = {}
+            for value in values:
+                found.setdefault(key(value), []).append(value)
+            self._vocab_keys[name] = found
+        return found
 
 
 # -- positions ---------------------------------------------------------------------------------------

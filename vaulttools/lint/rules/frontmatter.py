@@ -95,7 +95,7 @@ def _missing(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
         if value not in (None, "", []):
             continue
         fix = None
-        if name == "slug" and note.has_frontmatter and name not in note.meta:
+        if name == "slug" and note.key_positions and name not in note.meta:
             after = "title" if "title" in note.meta else None
             fix = Fix(f"insert `slug: {note.stem}`", (Edit("insert-key", "slug", new=note.stem, after=after),))
         where = key_span(note, name) if name in note.meta else frontmatter_start(note)

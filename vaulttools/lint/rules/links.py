@@ -10,11 +10,6 @@ from grasbot.notes import LinkStatus, Note, Resolution
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, did_you_mean, fold, make
 
-#: Past this many names, "did you mean" for a broken link only looks at names sharing the first letter
-#: (difflib is quadratic-ish; a vault of 10k notes with many broken links must stay fast).
-_FULL_SCAN_LIMIT = 3000
-
-
 def _shown(res: Resolution) -> str:
     return res.link.raw.replace("\n", " ")
 
@@ -30,21 +25,18 @@ def _closest_note(ctx: LintContext, target: str) -> str | None:
     key = fold(target.rsplit("/", 1)[-1].removesuffix(".md"))
     if not key:
         return None
-    choices = list(names)
-    if len(choices) > _FULL_SCAN_LIMIT:
-        choices = [c for c in choices if c[:1] == key[:1]]
-    best = did_you_mean(key, choices, strictness=4)
+    best = ctx.suggester("note-names", lambda: names, strictness=4).suggest(key)
     return names[best] if best else None
 
 
 def _closest_file(ctx: LintContext, target: str) -> str | None:
     name = target.rsplit("/", 1)[-1]
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    same_kind = {f.rsplit("/", 1)[-1]: f for f in ctx.vault.files if f.lower().endswith("." + ext)} if ext else {}
-    if not same_kind or len(same_kind) > _FULL_SCAN_LIMIT:
+    if not ext:
         return None
-    guess = did_you_mean(name, same_kind)
-    return same_kind[guess] if guess else None
+    same_kind = {f.rsplit("/", 1)[-1]: f for f in sorted(ctx.vault.files) if f.lower().endswith("." + ext)}
+    guess = ctx.suggester(f"files.{ext}", lambda: same_kind, strictness=4).suggest(name)
+    return same_kind.get(guess) if guess else None
 
 
 def _broken(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:

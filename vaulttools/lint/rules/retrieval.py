@@ -23,7 +23,16 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             todo += [(note, i, q) for i, q in enumerate(answers) if isinstance(q, str) and q.strip()]
     if not todo:
         return
+    explicit = ctx.config.select is not None and "answer-not-retrieved" in ctx.config.select
+    if len(todo) > ctx.config.answer_check_limit and not explicit:
+        # one search per question: on a huge vault this would dominate lint time; run it on purpose instead
+        ctx.notices.append(
+            f"answer-not-retrieved skipped: {len(todo)} questions > answer-check-limit "
+            f"({ctx.config.answer_check_limit}); run `--select answer-not-retrieved` or raise the limit"
+        )
+        return
     index = ctx.search_index()
+    ctx.answers_checked = True
     if index is None:
         return  # the engine reports it once through LintResult.notices
     for note, i, question in todo:
@@ -33,7 +42,7 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             continue
         if ranked:
             first = ", ".join(f"{hit.id} ({hit.score:.1f})" for hit in result.hits[:top_k])
-            found = f"the top {top_k} are {first}"
+            found = f"retrieved first: {first}"
         else:
             found = "no note is retrieved at all"
         yield make(ctx, note, item_span(note, "answers", i), "answer-not-retrieved",

@@ -56,8 +56,7 @@ def _allowed_match(ctx: LintContext, name: str, value: str) -> str | None:
     vocabulary = ctx.taxonomy.vocabularies.get(name) if ctx.taxonomy is not None else None
     if vocabulary is None:
         return None
-    key = vocab_key(value)
-    found = [v for v in vocabulary.values if vocab_key(v) == key]
+    found = ctx.vocab_keys(name, vocabulary.values, vocab_key).get(vocab_key(value), [])
     return found[0] if len(found) == 1 else None
 
 
@@ -108,7 +107,7 @@ def _values(note: Note, ctx: LintContext, name: str) -> Iterator[Diagnostic]:
                        f"`{item}` is not in the {kind} of `{name}` ({where}); write it as listed: `{match}`",
                        fix, severity)
             continue
-        guess = did_you_mean(item, allowed)
+        guess = ctx.suggester(f"vocab.{name}", lambda: allowed).suggest(item)
         hint = f"did you mean `{guess}`? " if guess else ""
         remedy = (
             f"use a listed value" if vocabulary.closed else f"use a listed value or add `{item}` to TAXONOMIE.md first"

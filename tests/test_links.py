@@ -1,0 +1,270 @@
+"""Link extraction (every form of DESIGN §4), headings, block ids, and the resolver's rules."""
+
+from __future__ import annotations
+
+from grasbot.frontmatter import parse_text
+from grasbot.links import (
+    AnchorTable,
+    Resolver,
+    frontmatter_links,
+    heading_key,
+    mask_code,
+    parse_body,
+)
+from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Span
+
+
+def _links(body: str, first_line: int = 1) -> list[Link]:
+    return parse_body(body, first_line)[0]
+
+
+def _one(body: str) -> Link:
+    links = _links(body)
+    assert len(links) == 1, links
+    return links[0]
+
+
+# -- extraction ----------------------------------------------------------------------------------------
+
+
+def test_wikilink_forms() -> None:
+    cases = {
+        "[[Target]]": ("Target", None, None),
+        "[[Target.md]]": ("Target.md", None, None),
+        "[[folder/Target]]": ("folder/Target", None, None),
+        "[[Target#Heading]]": ("Target", "Heading", None),
+        "[[Target#H1#H2]]": ("Target", "H1#H2", None),
+        "[[#Heading]]": ("", "Heading", None),
+        "[[Target#^block-id]]": ("Target", "^block-id", None),
+        "[[Target|shown text]]": ("Target", None, "shown text"),
+        "[[Target#H|shown]]": ("Target", "H", "shown"),
+        "[[ Target ]]": ("Target", None, None),
+    }
+    for raw, expected in cases.items():
+        link = _one(f"see {raw} here")
+        assert (link.target, link.anchor, link.display) == expected, raw
+        assert link.kind is LinkKind.WIKILINK
+        assert link.raw == raw
+
+
+def test_embed() -> None:
+    link = _one("x ![[embed.png|300]] y")
+    assert link.kind is LinkKind.EMBED
+    assert (link.target, link.display, link.raw) == ("embed.png", "300", "![[embed.png|300]]")
+    assert link.span == Span(1, 3, 1, 21)
+
+
+def test_escaped_pipe_in_a_table() -> None:
+    body = "| a | b |\n|---|---|\n| [[Target\\|text]] | ![[img.png\\|100]] |\n"
+    links = _links(body)
+    assert [(l.target, l.display, l.kind) for l in links] == [
+        ("Target", "text", LinkKind.WIKILINK),
+        ("img.png", "100", LinkKind.EMBED),
+    ]
+    assert _one("[[Target#Head\\|text]]").anchor == "Head"
+
+
+def test_markdown_links() -> None:
+    link = _one("[text](Some%20Note.md#My%20Heading)")
+    assert (link.kind, link.target, link.anchor, link.display) == (
+        LinkKind.MARKDOWN,
+        "Some Note.md",
+        "My Heading",
+        "text",
+    )
+    assert _one("[t](<Some Note.md>)").target == "Some Note.md"
+    assert _one('[t](Note.md "a title")').target == "Note.md"
+    assert _one("[t](#Local)").target == ""
+    assert _one("[t](#Local)").anchor == "Local"
+    assert _one("![alt](img/pic.png)").raw == "![alt](img/pic.png)"
+    assert _one("[w](https://en.wikipedia.org/wiki/Foo_(bar))").target == "https://en.wikipedia.org/wiki/Foo_(bar)"
+    assert _one("[**[x]** y](n.md)").target == "n.md"
+
+
+def test_not_links() -> None:
+    body = "\n".join(
+        [
+            "inline `[[Code]]` and ``[[Double `tick` code]]``",
+            "```md",
+            "[[Fenced]] [x](fenced.md)",
+            "```",
+            "~~~",
+            "[[Tilde]]",
+            "~~~",
+            "> ```md",
+            "> [[In a quoted fence]]",
+            "> ```",
+            "escaped \\[[Escaped]] and \\[x](y.md)",
+            "empty [[]] and [[ ]] and [x]()",
+            "Use \\[\\[Wikilinks\\]\\]",
+        ]
+    )
+    assert _links(body) == []
+
+
+def test_unclosed_fence_runs_to_the_end() -> None:
+    assert _links("[[before]]\n```\n[[inside]]\n") == [_one("[[before]]")]
+
+
+def test_wikilink_then_parenthesis_is_one_wikilink() -> None:
+    link = _one("[[a]](b)")
+    assert link.kind is LinkKind.WIKILINK and link.target == "a"
+
+
+def test_positions_are_file_positions() -> None:
+    body = "first line\nsecond [[A]] and [m](b.md)\n\n  ![[c.png]]"
+    links = _links(body, first_line=10)
+    assert [(l.raw, l.span) for l in links] == [
+        ("[[A]]", Span(11, 8, 11, 13)),
+        ("[m](b.md)", Span(11, 18, 11, 27)),
+        ("![[c.png]]", Span(13, 3, 13, 13)),
+    ]
+
+
+def test_links_are_in_document_order_across_forms() -> None:
+    links = _links("[m](one.md) [[two]]\n[[three]] [m](four.md)")
+    assert [l.target for l in links] == ["one.md", "two", "three", "four.md"]
+
+
+def test_headings_and_blocks() -> None:
+    body = (
+        "# Title\n"
+        "text ^para-1\n"
+        "## Sub heading ##\n"
+        "### `code()` heading\n"
+        "#not-a-heading\n"
+        "```\n# not a heading in code ^not-a-block\n```\n"
+        "- item\n  ^list-block\n"
+        "![[img.png]]^after-embed\n"
+        "####### seven is too many\n"
+        "x^2 is maths, not a block\n"
+    )
+    _links_, headings, blocks = parse_body(body, 5)
+    assert headings == [Heading("Title", 1, 5), Heading("Sub heading", 2, 7), Heading("`code()` heading", 3, 8)]
+    assert blocks == {"para-1", "list-block", "after-embed"}
+
+
+def test_mask_code_keeps_offsets() -> None:
+    body = "a `b` c\n```\ncode\n```\nd"
+    masked = mask_code(body)
+    assert len(masked) == len(body)
+    assert masked.count("\n") == body.count("\n")
+    assert "b" not in masked and "code" not in masked and masked.endswith("d")
+
+
+def test_frontmatter_links() -> None:
+    text = '---\nlinked:\n  - "[[MOC-A]]"\nrelated: ["[[b|B]]", plain]\nup: "[[c#Head]]"\n---\n'
+    links = frontmatter_links(parse_text(text, "n.md"))
+    assert [(l.field, l.target, l.anchor, l.display, l.kind) for l in links] == [
+        ("linked", "MOC-A", None, None, LinkKind.FRONTMATTER),
+        ("related", "b", None, "B", LinkKind.FRONTMATTER),
+        ("up", "c", "Head", None, LinkKind.FRONTMATTER),
+    ]
+    assert links[0].span == Span(3, 6, 3, 15)
+    assert text.split("\n")[2][5:14] == "[[MOC-A]]"
+
+
+# -- keys ----------------------------------------------------------------------------------------------
+
+
+def test_heading_key_is_loose_like_obsidian() -> None:
+    assert heading_key("How large can each remote vault be?") == heading_key("How large can each remote vault be")
+    assert heading_key("`hasTag()`") == heading_key("hasTag")
+    assert heading_key("Goals: first") == heading_key("goals  FIRST")
+    assert heading_key("Vue d'édition") != heading_key("Mode d'édition")
+    assert heading_key("Cafe\u0301") == heading_key("Café")  # NFD vs NFC
+
+
+def test_anchor_table() -> None:
+    table = AnchorTable(
+        [Heading("A", 1, 1), Heading("B", 2, 2), Heading("C", 3, 3), Heading("D", 2, 4)], {"blk-1"}
+    )
+    assert table.has("A") and table.has("b") and table.has("A#B#C") and table.has("A#D")
+    assert not table.has("C#B")  # order matters
+    assert not table.has("Z")
+    assert table.has("^blk-1") and table.has("^BLK-1") and not table.has("^blk-2")
+
+
+# -- resolution ----------------------------------------------------------------------------------------
+
+
+def _resolver(*paths: str) -> Resolver:
+    resolver = Resolver()
+    for path in paths:
+        resolver.add(path, path.lower().endswith(".md"))
+    return resolver
+
+
+def _resolve(resolver: Resolver, raw: str, source: str = "src.md", tables: dict[str, AnchorTable] | None = None):
+    link = _one(raw)
+    return resolver.resolve(link, source, (tables or {}).get)
+
+
+def test_resolution_rules() -> None:
+    r = _resolver(
+        "src.md",
+        "Notes/Target.md",
+        "Notes/Figure 1.png",
+        "Deep/Inner/Page.md",
+        "Café.md",
+    )
+    assert _resolve(r, "[[Target]]").target_path == "Notes/Target.md"
+    assert _resolve(r, "[[target.MD]]").target_path == "Notes/Target.md"
+    assert _resolve(r, "[[Notes/Target]]").target_path == "Notes/Target.md"
+    assert _resolve(r, "[[notes/target.md]]").target_path == "Notes/Target.md"
+    assert _resolve(r, "[[Inner/Page]]").target_path == "Deep/Inner/Page.md"  # a path suffix
+    assert _resolve(r, "[[Other/Page]]").status is LinkStatus.BROKEN
+    assert _resolve(r, "[[Figure 1.png]]").target_path == "Notes/Figure 1.png"
+    assert _resolve(r, "[[Figure 1]]").status is LinkStatus.BROKEN  # other files need their extension
+    assert _resolve(r, "[[Cafe\u0301]]").target_path == "Café.md"  # NFD link, NFC file
+    assert _resolve(r, "[x](https://example.com)").status is LinkStatus.EXTERNAL
+    assert _resolve(r, "[x](mailto:a@b.c)").status is LinkStatus.EXTERNAL
+
+
+def test_markdown_links_are_relative_to_the_note() -> None:
+    r = _resolver("A/src.md", "A/B/Page.md", "B/Page.md", "A/x.md", "top.md")
+    assert _resolve(r, "[p](B/Page.md)", "A/src.md").target_path == "A/B/Page.md"
+    assert _resolve(r, "[p](../B/Page.md)", "A/src.md").target_path == "B/Page.md"
+    assert _resolve(r, "[p](./x.md)", "A/src.md").target_path == "A/x.md"
+    assert _resolve(r, "[p](/B/Page.md)", "A/src.md").target_path == "B/Page.md"
+    assert _resolve(r, "[p](top.md)", "A/src.md").target_path == "top.md"
+    assert _resolve(r, "[p](../../out.md)", "A/src.md").status is LinkStatus.BROKEN
+    # a wikilink path starts at the vault root
+    assert _resolve(r, "[[B/Page]]", "A/src.md").target_path == "B/Page.md"
+
+
+def test_nearest_file_wins_and_is_ambiguous() -> None:
+    r = _resolver("a/b/Dup.md", "a/Dup.md", "z/Dup.md", "a/b/src.md", "c/src.md", "y/x/Dup.md")
+    same_folder = _resolve(r, "[[Dup]]", "a/b/src.md")
+    assert same_folder.status is LinkStatus.AMBIGUOUS
+    assert same_folder.target_path == "a/b/Dup.md"
+    assert set(same_folder.candidates) == {"a/b/Dup.md", "a/Dup.md", "z/Dup.md", "y/x/Dup.md"}
+    shortest = _resolve(r, "[[Dup]]", "c/src.md")
+    assert shortest.target_path == "a/Dup.md"  # fewest folders, then shortest, then alphabetical
+    assert shortest.candidates[:2] == ("a/Dup.md", "z/Dup.md")
+    exact = _resolve(r, "[[z/Dup]]", "c/src.md")
+    assert (exact.status, exact.target_path) == (LinkStatus.OK, "z/Dup.md")
+
+
+def test_anchors_are_checked_in_the_target() -> None:
+    r = _resolver("src.md", "T.md", "img.pdf")
+    tables = {"T.md": AnchorTable([Heading("Goals", 2, 3)], {"b1"}), "src.md": AnchorTable([Heading("Here", 1, 1)], set())}
+    assert _resolve(r, "[[T#Goals]]", tables=tables).status is LinkStatus.OK
+    assert _resolve(r, "[[T#^b1]]", tables=tables).status is LinkStatus.OK
+    missing = _resolve(r, "[[T#Nope]]", tables=tables)
+    assert (missing.status, missing.target_path) == (LinkStatus.BROKEN_ANCHOR, "T.md")
+    assert _resolve(r, "[[T#^b2]]", tables=tables).status is LinkStatus.BROKEN_ANCHOR
+    assert _resolve(r, "[[#Here]]", tables=tables).status is LinkStatus.OK
+    assert _resolve(r, "[[#Gone]]", tables=tables).status is LinkStatus.BROKEN_ANCHOR
+    assert _resolve(r, "[[img.pdf#page=3]]", tables=tables).status is LinkStatus.OK  # not a note
+
+
+def test_alias_hint_for_broken_links() -> None:
+    r = _resolver("src.md", "Real Name.md", "other/Other.md")
+    r.add_aliases("Real Name.md", ["Short", "Nick"])
+    broken = _resolve(r, "[[short]]")
+    assert (broken.status, broken.target_path, broken.alias_of) == (LinkStatus.BROKEN, None, "Real Name.md")
+    assert _resolve(r, "[[Nobody]]").alias_of is None
+    # an alias never makes a link resolve, even when the alias equals a missing file name
+    r.remove_aliases("Real Name.md", ["Short", "Nick"])
+    assert _resolve(r, "[[Short]]").alias_of is None

@@ -1,0 +1,162 @@
+"""Report formats (text, json, github, sarif) and the command line's exit codes and options."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from grasbot.vault import Vault
+from vaulttools.cli import main
+from vaulttools.lint import LintConfig, lint_vault, render
+from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.engine import LintResult
+from vaulttools.lint.formats.github import escape_data, escape_property
+from vaulttools.lint.registry import RULE_NAMES
+from vaulttools.taxonomy import load_taxonomy
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lint"
+TAXO_VAULT = FIXTURES / "taxo-vault"
+SARIF_SCHEMA = FIXTURES / "sarif-2.1.0-rtm.5.json"  # see tests/fixtures/lint/README.md
+
+
+@pytest.fixture(scope="module")
+def result() -> LintResult:
+    vault = Vault.load(TAXO_VAULT)
+    return lint_vault(vault, load_taxonomy(TAXO_VAULT / "TAXONOMIE.md"), LintConfig())
+
+
+def lint_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["lint", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_has_exactly_the_design_shape(result):
+    data = json.loads(render(result, "json"))
+    assert list(data) == ["version", "vault", "notes", "diagnostics", "summary"]
+    assert data["version"] == 1 and data["notes"] == 9 and data["vault"] == str(result.root)
+    assert set(data["summary"]) == {"error", "warning"}
+    assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
+    for d in data["diagnostics"]:
+        assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "severity", "message", "fix"]
+        assert d["rule"] in RULE_NAMES and d["severity"] in ("error", "warning")
+        assert d["fix"] is None or set(d["fix"]) == {"message", "applicability"}
+    assert any(d["fix"] for d in data["diagnostics"])
+
+
+def test_text_lines_grouped_with_summary(result):
+    text = render(result, "text", cwd=TAXO_VAULT)
+    lines = text.splitlines()
+    assert "projets/docker-notes.md:5:19: error unknown-domain `IA` is not in the closed list" in text
+    assert lines[-1].startswith(f"Found {result.summary['error']} errors and {result.summary['warning']} warnings in 9 notes")
+    # grouped: one blank line after each file's block, and each file appears in one block only
+    paths = [l.split(":", 1)[0] for l in lines[:-1] if l and not l.startswith("note:")]
+    blocks = [p for i, p in enumerate(paths) if i == 0 or paths[i - 1] != p]
+    assert len(blocks) == len(set(blocks))
+    coloured = render(result, "text", color=True, cwd=TAXO_VAULT)
+    assert "\x1b[" in coloured and "unknown-domain" in coloured
+
+
+def test_github_annotations_escape():
+    assert escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
+    assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
+    diag = Diagnostic("dir, x/n:1.md", 3, 4, 3, 9, "broken-link", Severity.ERROR, "50% broken\nsee: here")
+    res = LintResult(root=Path("/v"), notes=1, diagnostics=[diag])
+    out = render(res, "github", cwd=Path("/v"))
+    assert out == "::error file=dir%2C x/n%3A1.md,line=3,col=4,endLine=3,endColumn=9,title=broken-link::50%25 broken%0Asee: here\n"
+
+
+def test_sarif_validates_against_the_schema(result):
+    data = json.loads(render(result, "sarif", cwd=TAXO_VAULT))
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(data)
+    run = data["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == list(RULE_NAMES)
+    assert all(r["help"]["text"] and r["defaultConfiguration"]["level"] in ("error", "warning")
+               for r in run["tool"]["driver"]["rules"])
+    assert len(run["results"]) == len(result.diagnostics)
+    first = run["results"][0]
+    assert run["tool"]["driver"]["rules"][first["ruleIndex"]]["id"] == first["ruleId"]
+    assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == result.diagnostics[0].path
+    # an invalid document is rejected by the same validator (the check can fail)
+    data["runs"][0]["results"][0]["level"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft4Validator(schema).validate(data)
+
+
+def test_exit_codes(capsys, tmp_path):
+    code, out, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache")
+    assert code == 1 and "error" in out
+    code, _, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache", "--exit-zero")
+    assert code == 0
+    code, out, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache", "--select", "alias-duplicate,ambiguous-link")
+    assert code == 0 and "alias-duplicate" in out and "broken-link" not in out  # warnings only
+    code, _, err = lint_cli(capsys, str(TAXO_VAULT), "--select", "broken-links")
+    assert code == 2 and "unknown rule `broken-links`" in err and "did you mean broken-link" in err
+    code, _, err = lint_cli(capsys, str(tmp_path / "missing"))
+    assert code == 2 and "vault not found" in err
+    code, _, err = lint_cli(capsys, str(TAXO_VAULT), "--taxonomy", str(tmp_path / "nope.md"))
+    assert code == 2 and "nope.md" in err
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.md").write_text("---\ntitle: A\n---\nSee [[b]].\n", encoding="utf-8")
+    (clean / "b.md").write_text("# B\n", encoding="utf-8")
+    code, out, _ = lint_cli(capsys, str(clean), "--no-cache")
+    assert code == 0 and "All good: 2 notes checked" in out
+
+
+def test_json_and_output_file(capsys, tmp_path):
+    target = tmp_path / "report.json"
+    code, out, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache", "--format", "json", "--output", str(target))
+    assert out == "" and code == 1
+    assert json.loads(target.read_text(encoding="utf-8"))["notes"] == 9
+
+
+def test_config_files(capsys, tmp_path):
+    repo = tmp_path / "repo"
+    vault = repo / "notes" / "vault"
+    shutil.copytree(TAXO_VAULT, vault)
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.vaulttools.lint]\nignore = ["alias-duplicate"]\nexclude = ["prive"]\n'
+        '[tool.vaulttools.lint.severity]\nbroken-anchor = "error"\nslug-duplicate = "off"\n',
+        encoding="utf-8",
+    )
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json")
+    data = json.loads(out)
+    rules = {d["rule"] for d in data["diagnostics"]}
+    assert "alias-duplicate" not in rules and "slug-duplicate" not in rules
+    assert all(d["severity"] == "error" for d in data["diagnostics"] if d["rule"] == "broken-anchor")
+    assert data["notes"] == 8  # prive/mon-journal.md excluded from linting...
+    assert any(d["rule"] == "private-link" for d in data["diagnostics"])  # ...but still known to links
+    # --select on the command line replaces the file's selection; --ignore adds to it
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json", "--ignore", "broken-anchor")
+    assert "broken-anchor" not in {d["rule"] for d in json.loads(out)["diagnostics"]}
+    # vaulttools.toml in the vault wins over pyproject.toml
+    (vault / "vaulttools.toml").write_text('[lint]\nselect = ["slug-mismatch"]\n', encoding="utf-8")
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json")
+    assert {d["rule"] for d in json.loads(out)["diagnostics"]} == {"slug-mismatch"}
+    # a bad configuration is a usage error naming the file and the key
+    (vault / "vaulttools.toml").write_text('[lint]\nselekt = ["x"]\n', encoding="utf-8")
+    code, _, err = lint_cli(capsys, str(vault))
+    assert code == 2 and "vaulttools.toml" in err and "selekt" in err
+    (vault / "vaulttools.toml").write_text('[lint\n', encoding="utf-8")
+    code, _, err = lint_cli(capsys, str(vault))
+    assert code == 2 and "invalid TOML" in err
+
+
+def test_taxonomy_option_and_lookup_above_the_vault(capsys, tmp_path):
+    repo = tmp_path / "repo"
+    vault = repo / "vault"
+    shutil.copytree(TAXO_VAULT, vault)
+    (vault / "TAXONOMIE.md").rename(repo / "TAXONOMIE.md")  # beside the vault, as in this repository
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json")
+    assert "unknown-domain" in {d["rule"] for d in json.loads(out)["diagnostics"]}
+    (repo / "TAXONOMIE.md").rename(tmp_path / "elsewhere.md")
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json")
+    assert "unknown-domain" not in {d["rule"] for d in json.loads(out)["diagnostics"]}
+    code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json", "--taxonomy", str(tmp_path / "elsewhere.md"))
+    assert "unknown-domain" in {d["rule"] for d in json.loads(out)["diagnostics"]}

@@ -1,0 +1,309 @@
+"""Retrieval: every scoring signal and its reason, privacy, degraded notes, the graph, grounding,
+determinism, incremental updates, and vaults without GrasBot fields."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grasbot.search import SearchConfig, SearchIndex
+from grasbot.vault import Vault
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "retrieval"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def basic(tmp_path: Path) -> Path:
+    dest = tmp_path / "basic"
+    shutil.copytree(FIXTURES / "basic", dest)
+    return dest
+
+
+@pytest.fixture
+def index(basic: Path) -> SearchIndex:
+    return SearchIndex.build(Vault.load(basic))
+
+
+def hit(result, note_id: str):
+    found = [h for h in result.hits if h.id == note_id]
+    assert found, f"{note_id} not in {[h.id for h in result.hits]}"
+    return found[0]
+
+
+# -- signals and reasons -------------------------------------------------------------------------------
+
+
+def test_alias_title_answers_and_bm25_reasons(index: SearchIndex) -> None:
+    result = index.search("C'est quoi push_swap ?")
+    first = result.hits[0]
+    assert first.id == "push-swap"
+    assert first.direct
+    assert "alias:push swap" in first.reasons
+    assert "title" in first.reasons
+    assert "answers-full" in first.reasons
+    assert any(r.startswith("bm25:") for r in first.reasons)
+    assert result.grounded
+
+
+def test_slug_reason_when_slug_differs_from_title(index: SearchIndex) -> None:
+    first = index.search("cpp").hits[0]
+    assert first.id == "cpp"
+    assert "slug" in first.reasons
+
+
+def test_partial_answer_similarity(index: SearchIndex) -> None:
+    first = index.search("trier une pile rapidement").hits[0]
+    assert first.id == "push-swap"
+    partial = [r for r in first.reasons if r.startswith("answers-partial:")]
+    assert partial and 0 < float(partial[0].split(":")[1]) < 0.8
+
+
+def test_domain_and_tag_reasons(index: SearchIndex) -> None:
+    assert "domain:ia" in hit(index.search("ia"), "ia").reasons
+    assert "tag:llm" in hit(index.search("llm"), "ia").reasons
+    assert "tag:tri" in hit(index.search("algorithme de tri"), "push-swap").reasons
+
+
+def test_priority_and_moc_hub_only_when_already_scored(index: SearchIndex) -> None:
+    result = index.search("projets")
+    moc = hit(result, "MOC-Projets")
+    assert "moc-hub" in moc.reasons and "priority" in moc.reasons
+    # A question that matches nothing in the MOC does not bring it back for its priority alone.
+    assert "MOC-Projets" not in [h.id for h in index.search("tomates courges").hits]
+
+
+def test_cpp_question_finds_cpp_note(index: SearchIndex) -> None:
+    first = index.search("Sait-il programmer en C++ ?").hits[0]
+    assert first.id == "cpp"
+    assert "alias:C++" in first.reasons
+
+
+def test_shared_alias_is_worth_less_than_a_unique_one(tmp_path: Path) -> None:
+    for name, aliases in (("a", ["robotique", "projet"]), ("b", ["projet"]), ("c", ["projet"])):
+        (tmp_path / f"{name}.md").write_text(
+            f"---\ntitle: Note {name}\nslug: {name}\naliases: {json.dumps(aliases)}\n---\nTexte neutre.\n",
+            encoding="utf-8",
+        )
+    index = SearchIndex.build(Vault.load(tmp_path))
+    unique = hit(index.search("robotique"), "a")
+    shared = hit(index.search("projet"), "b")
+    assert unique.score > shared.score
+
+
+# -- privacy and bad notes -------------------------------------------------------------------------------
+
+
+def test_private_notes_are_never_candidates(index: SearchIndex) -> None:
+    assert "salaire-prive" not in index.ids
+    for question in ("Quel salaire demande-t-il ?", "Zanzibar-confidentiel salaire prétentions", "salaire"):
+        result = index.search(question, top_k=50)
+        assert all(h.id != "salaire-prive" for h in result.hits)
+        assert all(not h.note.is_private for h in result.hits)
+        assert "Zanzibar" not in json.dumps(result.stats)
+
+
+def test_broken_frontmatter_is_degraded_not_skipped(index: SearchIndex) -> None:
+    result = index.search("kayak rivière")
+    assert result.hits[0].id == "notes-cassees"
+    # Its frontmatter did not parse: the alias written there is not a signal.
+    assert all(h.id != "notes-cassees" for h in index.search("parapluie").hits)
+
+
+def test_broken_frontmatter_that_mentions_private_is_skipped(index: SearchIndex) -> None:
+    assert "brouillon-cache" not in index.ids
+    assert index.search("Xylophonie-interne brouillon secret").hits == [] or all(
+        h.id != "brouillon-cache" for h in index.search("Xylophonie-interne brouillon secret").hits
+    )
+
+
+def test_note_without_frontmatter_is_a_normal_note(index: SearchIndex) -> None:
+    assert index.search("randonnée en montagne").hits[0].id == "simple"
+
+
+# -- graph ------------------------------------------------------------------------------------------------
+
+
+def test_graph_lifts_a_neighbour_below_its_seed_and_below_real_matches(index: SearchIndex) -> None:
+    result = index.search("Comment trier une pile avec le moins de coups ?")
+    seed = hit(result, "push-swap")
+    lifted = [h for h in result.hits if any(r == "graph-from:push-swap" for r in h.reasons)]
+    assert lifted, result.hits
+    for h in lifted:
+        assert h.score < seed.score
+    real = [h for h in result.hits if h.direct and h.coverage >= 0.5]
+    for h in lifted:
+        assert all(h.score < r.score for r in real)
+
+
+def test_graph_never_outranks_a_note_that_really_matches(tmp_path: Path) -> None:
+    # `hub` is the top seed and links to `voisin`; `vrai` matches the question fully on its own.
+    (tmp_path / "hub.md").write_text(
+        "---\ntitle: Jardin potager\naliases: [jardin potager]\nlinked: ['[[voisin]]']\n---\n"
+        "Le jardin potager, le jardin potager, tomates.\n[[voisin]]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "vrai.md").write_text("---\ntitle: Potager\n---\nUn jardin potager en ville.\n", encoding="utf-8")
+    (tmp_path / "voisin.md").write_text("---\ntitle: Voisin\n---\nRien à voir : des vélos.\n", encoding="utf-8")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("jardin potager")
+    ranked = [h.id for h in result.hits]
+    assert ranked.index("vrai") < ranked.index("voisin")
+    assert "graph-from:hub" in hit(result, "voisin").reasons
+    assert not hit(result, "voisin").direct
+
+
+# -- grounding ------------------------------------------------------------------------------------------
+
+
+def test_off_topic_question_sharing_a_common_word_is_not_grounded(index: SearchIndex) -> None:
+    # "temps" appears in a note's body; nothing in the vault is about tomorrow's weather.
+    result = index.search("Quel temps fait-il demain ?")
+    assert not result.grounded
+    assert not index.search("Quelle est la capitale de l'Australie ?").grounded
+
+
+def test_on_topic_questions_are_grounded(index: SearchIndex) -> None:
+    for question in ("Parle-moi de minishell", "Quelle est son expérience en IA ?", "potager associatif"):
+        assert index.search(question).grounded, question
+
+
+def test_min_score_config_can_only_make_grounding_stricter(basic: Path) -> None:
+    strict = SearchIndex.build(Vault.load(basic), SearchConfig(min_score=1000.0))
+    assert not strict.search("Parle-moi de minishell").grounded
+
+
+def test_empty_question_and_top_k(index: SearchIndex) -> None:
+    assert index.search("").hits == [] and not index.search("").grounded
+    assert index.search("?! le la").hits == []
+    assert len(index.search("projet", top_k=2).hits) <= 2
+    assert len(index.search("projet C++ ia potager shell pile", top_k=3).hits) == 3
+
+
+def test_typo_is_corrected_for_ranking(index: SearchIndex) -> None:
+    result = index.search("tempaltes")  # transposed letters
+    assert result.hits[0].id == "cpp"
+    assert result.stats["corrected"] == {"tempalt": "templat"}
+    # A corrected word helps ranking but is no evidence that the vault covers the question.
+    assert result.stats["evidence"] == 0.0
+
+
+# -- determinism -----------------------------------------------------------------------------------------
+
+_PROBE = """
+import json, sys
+from grasbot.search import SearchIndex
+from grasbot.vault import Vault
+index = SearchIndex.build(Vault.load(sys.argv[1]))
+out = {}
+for q in sys.argv[2:]:
+    r = index.search(q, top_k=10)
+    out[q] = [r.grounded, [(h.id, h.score, list(h.reasons)) for h in r.hits]]
+print(json.dumps(out, sort_keys=True))
+"""
+QUESTIONS = ["projets", "trier une pile", "programmer en C++ ou en C", "Quel temps fait-il demain ?", "potager ia shell"]
+
+
+def _shuffled_copy(src: Path, dest: Path, seed: int) -> Path:
+    """Copy `src` creating files in a shuffled order (directory listing order follows creation)."""
+    files = sorted(p for p in src.rglob("*") if p.is_file())
+    random.Random(seed).shuffle(files)
+    for path in files:
+        target = dest / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return dest
+
+
+def test_results_do_not_depend_on_hash_seed_or_file_order(tmp_path: Path) -> None:
+    outputs = set()
+    for n, seed in enumerate(("0", "1", "4242", "random")):
+        vault = _shuffled_copy(FIXTURES / "basic", tmp_path / f"v{n}", n)
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run(
+            [sys.executable, "-c", _PROBE, str(vault), *QUESTIONS],
+            capture_output=True, text=True, env=env, cwd=REPO, check=True,
+        )
+        outputs.add(run.stdout)
+    assert len(outputs) == 1, outputs
+
+
+def test_ties_are_broken_by_id(tmp_path: Path) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        (tmp_path / f"{name}.md").write_text("---\ntitle: Note\n---\nUn texte identique sur les piles.\n", encoding="utf-8")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("piles")
+    assert [h.id for h in result.hits] == ["alpha", "mid", "zeta"]
+    assert len({h.score for h in result.hits}) == 1
+
+
+# -- incremental update ----------------------------------------------------------------------------------
+
+
+def _snapshot(index: SearchIndex) -> list:
+    return [(q, index.search(q, top_k=10).grounded, [(h.id, h.score, h.reasons) for h in index.search(q, top_k=10).hits]) for q in QUESTIONS + ["kayak", "voilier"]]
+
+
+def test_update_after_edit_create_and_delete_matches_a_fresh_build(basic: Path) -> None:
+    vault = Vault.load(basic)
+    index = SearchIndex.build(vault)
+
+    note = basic / "10-Projets" / "minishell.md"
+    note.write_text(note.read_text(encoding="utf-8").replace("inspiré de bash", "inspiré de bash, avec un voilier"), encoding="utf-8")
+    index.update(vault, vault.update_file(note))
+    assert hit(index.search("voilier"), "minishell")
+    assert _snapshot(index) == _snapshot(SearchIndex.build(Vault.load(basic)))
+
+    created = basic / "10-Projets" / "voilier.md"
+    created.write_text("---\ntitle: Voilier\nslug: voilier\n---\nUn voilier construit en bois.\n", encoding="utf-8")
+    index.update(vault, vault.update_file(created))
+    assert index.search("voilier").hits[0].id == "voilier"
+    assert _snapshot(index) == _snapshot(SearchIndex.build(Vault.load(basic)))
+
+    created.unlink()
+    index.update(vault, vault.remove_file(created))
+    assert "voilier" not in index.ids
+    assert _snapshot(index) == _snapshot(SearchIndex.build(Vault.load(basic)))
+
+
+def test_update_making_a_note_private_removes_it(basic: Path) -> None:
+    vault = Vault.load(basic)
+    index = SearchIndex.build(vault)
+    note = basic / "10-Projets" / "jardin-partage.md"
+    note.write_text(note.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    index.update(vault, vault.update_file(note))
+    assert "jardin-partage" not in index.ids
+    assert all(h.id != "jardin-partage" for h in index.search("potager tomates compost").hits)
+
+
+# -- vaults without GrasBot fields ---------------------------------------------------------------------
+
+
+def test_plain_obsidian_vault_ids_fall_back_to_names_and_paths(tmp_path: Path) -> None:
+    dest = tmp_path / "plain"
+    shutil.copytree(FIXTURES / "plain", dest)
+    index = SearchIndex.build(Vault.load(dest))
+    assert sorted(index.ids) == ["A/Guide", "B/Guide", "Raccourcis clavier"]
+    assert index.search("synchroniser mes notes entre appareils").hits[0].id == "A/Guide"
+    first = index.search("raccourcis clavier").hits[0]
+    assert first.id == "Raccourcis clavier" and "title" in first.reasons
+
+
+# -- real vaults (skipped when ../shared/corpora is absent) ---------------------------------------------
+
+
+def test_question_set_on_the_real_grasbot_vault() -> None:
+    from tests.conftest import corpus_path
+    from vaulttools.evaluation import evaluate, load_questions
+
+    vault = corpus_path("grasbot-vault")
+    index = SearchIndex.build(Vault.load(vault))
+    summary = evaluate(load_questions(REPO / "benchmarks" / "questions-grasbot-vault.yaml"), index.search).summary()
+    assert summary["hit@1"] >= 0.85
+    assert summary["hit@5"] >= 0.95
+    assert summary["offtopic_rejected"] >= 0.9

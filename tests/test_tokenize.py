@@ -1,0 +1,97 @@
+"""The French tokenizer: what reaches the index and the questions."""
+
+from __future__ import annotations
+
+import pytest
+
+from grasbot.tokenize import STOP_WORDS, count_tokens, fold, stem, tokenize, tokenize_short, words
+
+
+def test_fold_lowercases_and_removes_accents() -> None:
+    assert fold("École Élève ÇA œuvre") == "ecole eleve ca oeuvre"
+    assert fold("plain ascii 42") == "plain ascii 42"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("l'école", ["ecol"]),
+        ("d'entiers", ["entier"]),
+        ("qu'il", []),
+        ("j'aime", ["aim"]),
+        ("l’objectif", ["object"]),  # typographic apostrophe
+        ("c'est", []),  # the `c'` of c'est is an elision ...
+        ("en C", ["c"]),  # ... but a lone C is the language
+        ("aujourd'hui", []),
+    ],
+)
+def test_elisions(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_cpp_and_csharp_survive_punctuation() -> None:
+    assert tokenize("Un serveur IRC en C++, il l'a fait ?") == ["serveur", "irc", "cpp"]
+    assert tokenize("du C# et du c++98") == ["csharp", "cpp", "98"]
+    assert tokenize("Notes C++.") == tokenize("notes c++")
+
+
+def test_punctuation_is_stripped_never_kept_in_tokens() -> None:
+    tokens = tokenize("push_swap ? minishell! «bash», (pipes) — redirections… fin.")
+    assert tokens == ["push", "swap", "minishel", "bash", "pip", "redirect", "fin"]
+    assert all(t.isalnum() for t in tokenize("Quoi ? Vraiment ?! ... push-swap; x/y, [a](b) `code`"))
+
+
+def test_split_on_hyphen_underscore_apostrophe() -> None:
+    assert tokenize("get_next_line") == ["get", "next", "lin"]
+    assert tokenize("fract-ol") == tokenize("fract ol") == tokenize("fract_ol")
+
+
+def test_accented_and_unaccented_spellings_meet() -> None:
+    assert tokenize("sécurité développée") == tokenize("securite developpee")
+    assert tokenize("Réseaux") == tokenize("reseau")
+
+
+def test_stemming_groups_inflections() -> None:
+    assert stem("imprimantes") == stem("imprimante")
+    assert stem("notes") == stem("note")
+    assert stem("programmation") == stem("programmer")
+    assert stem("développer") == stem("développement")
+
+
+def test_stop_words_french_english_and_question_fillers_dropped() -> None:
+    assert tokenize("Qu'est-ce que le projet ?") == ["projet"]
+    assert tokenize("Parle-moi de push_swap") == ["push", "swap"]
+    assert tokenize("What is the project about?") == ["project"]
+    assert tokenize("Peux-tu me dire comment il fait ?") == []
+    assert {"le", "the", "comment", "parle"} <= STOP_WORDS
+
+
+def test_digits_are_kept() -> None:
+    assert tokenize("École 42 en 2024") == ["ecol", "42", "2024"]
+
+
+def test_count_tokens_agrees_with_tokenize() -> None:
+    text = (
+        "L’objectif du projet push_swap : trier des piles. C'est en C, pas en C++ ! "
+        "Les piles, les piles… «Trier» vite.\n## Détails\nc'est fini"
+    ) * 3
+    counts: dict[str, int] = {}
+    for token in tokenize(text):
+        counts[token] = counts.get(token, 0) + 1
+    assert count_tokens(text) == counts
+
+
+def test_long_text_takes_the_same_path_as_short() -> None:
+    filler = "mot " * 80
+    assert tokenize(filler + "c'est le C") == tokenize(filler) + ["c"]
+    assert tokenize_short("Qu'est-ce que push_swap ?") == ("push", "swap")
+
+
+def test_words_are_folded_but_not_stemmed() -> None:
+    assert words("Les imprimantes 3D de l'école") == ["imprimantes", "3d", "ecole"]
+
+
+def test_empty_and_blank() -> None:
+    assert tokenize("") == []
+    assert tokenize("  ?!  ") == []
+    assert count_tokens("") == {}

@@ -1,0 +1,344 @@
+"""Loading a vault folder: notes, attachments, exclusions, ids, link graph, bad files, incremental updates."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from grasbot.notes import LinkStatus
+from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+
+FIXTURES = Path(__file__).parent / "fixtures" / "engine"
+
+
+@pytest.fixture()
+def links_vault(tmp_path: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(FIXTURES / "links", target, symlinks=True)
+    return target
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _statuses(vault: Vault, path: str) -> list[tuple[str, str, str | None]]:
+    return [(r.link.raw, r.status.value, r.target_path) for r in vault.resolutions(path)]
+
+
+# -- loading -------------------------------------------------------------------------------------------
+
+
+def test_notes_files_and_exclusions() -> None:
+    vault = Vault.load(FIXTURES / "links")
+    assert list(vault.notes) == sorted(vault.notes)
+    assert set(vault.notes) == {
+        "Archive/Dup.md",
+        "Home.md",
+        "Notes/one.md",
+        "Notes/two.md",
+        "Projects/Alpha.md",
+        "Projects/Dup.md",
+        "Projects/Some Note.md",
+        "Projects/beta.md",
+    }
+    # README.md, TAXONOMIE.md, templates/, .obsidian/, .trash/ are not notes nor attachments
+    assert vault.files == {"attachments/diagram.png"}
+    assert vault.problems == []
+
+
+def test_exclusions_are_configurable(tmp_path: Path) -> None:
+    _write(tmp_path, "README.md", "readme")
+    _write(tmp_path, "Archive/old/x.md", "---\ntitle: x\n---\n")
+    _write(tmp_path, "templates/t.md", "---\ntitle: t\n---\n")
+    _write(tmp_path, "keep.md", "---\ntitle: k\n---\n")
+    assert set(Vault.load(tmp_path).notes) == {"Archive/old/x.md", "keep.md"}
+    custom = Vault.load(tmp_path, exclude=("archive/old",))
+    assert set(custom.notes) == {"README.md", "templates/t.md", "keep.md"}
+    assert "templates" in DEFAULT_EXCLUDE
+
+
+def test_every_link_form_resolves_as_expected() -> None:
+    vault = Vault.load(FIXTURES / "links")
+    got = {(raw, status, target) for raw, status, target in _statuses(vault, "Home.md")}
+    expected = {
+        ("[[Projects/Alpha]]", "ok", "Projects/Alpha.md"),
+        ("[[beta]]", "ok", "Projects/beta.md"),
+        ("[[Missing note]]", "broken", None),
+        ("[[Alpha]]", "ok", "Projects/Alpha.md"),
+        ("[[alpha.md]]", "ok", "Projects/Alpha.md"),
+        ("[[Projects/Alpha#Goals first]]", "ok", "Projects/Alpha.md"),
+        ("[[Alpha#Goals first#Details]]", "ok", "Projects/Alpha.md"),
+        ("[[Alpha#^block-1]]", "ok", "Projects/Alpha.md"),
+        ("[[#Intro]]", "ok", "Home.md"),
+        ("[[Alpha|the alpha]]", "ok", "Projects/Alpha.md"),
+        ("![[diagram.png|300]]", "ok", "attachments/diagram.png"),
+        ("![[Alpha#goals  FIRST]]", "ok", "Projects/Alpha.md"),
+        ("[md](Projects/Alpha.md#Goals%20first)", "ok", "Projects/Alpha.md"),
+        ("[angle](<Projects/Some Note.md>)", "ok", "Projects/Some Note.md"),
+        ("[enc](Projects/Some%20Note.md)", "ok", "Projects/Some Note.md"),
+        ("[ext](https://example.com)", "external", None),
+        ("[[Alpha\\|A]]", "ok", "Projects/Alpha.md"),
+        ("[[Dup]]", "ambiguous", "Archive/Dup.md"),
+        ("[[Bêta-test]]", "broken", None),
+        ("[[Alpha#Nope]]", "broken-anchor", "Projects/Alpha.md"),
+        ("[[Alpha#^nope]]", "broken-anchor", "Projects/Alpha.md"),
+    }
+    assert got == expected
+    by_raw = {r.link.raw: r for r in vault.resolutions("Home.md")}
+    assert by_raw["[[Bêta-test]]"].alias_of == "Projects/beta.md"
+    assert set(by_raw["[[Dup]]"].candidates) == {"Archive/Dup.md", "Projects/Dup.md"}
+    # relative markdown link from Projects/Alpha.md: the same-folder Dup, not ambiguous
+    assert ("[Dup](Dup.md)", "ok", "Projects/Dup.md") in _statuses(vault, "Projects/Alpha.md")
+
+
+def test_link_graph() -> None:
+    vault = Vault.load(FIXTURES / "links")
+    assert vault.outgoing("Home.md") == [
+        "Archive/Dup.md",
+        "Projects/Alpha.md",
+        "Projects/Some Note.md",
+        "Projects/beta.md",
+        "attachments/diagram.png",
+    ]
+    assert vault.incoming("Projects/Alpha.md") == ["Home.md"]
+    assert vault.incoming("Home.md") == ["Projects/Alpha.md"]
+    assert vault.incoming("Projects/Some Note.md") == ["Home.md", "Projects/beta.md"]
+    assert vault.incoming("attachments/diagram.png") == ["Home.md"]
+    assert vault.outgoing("Notes/one.md") == []
+
+
+def test_ids() -> None:
+    vault = Vault.load(FIXTURES / "links")
+    ids = {path: note.id for path, note in vault.notes.items()}
+    assert ids["Home.md"] == "home"  # unique slug
+    assert ids["Projects/Alpha.md"] == "alpha"
+    assert ids["Notes/one.md"] == "one"  # slug shared by two notes: file name
+    assert ids["Notes/two.md"] == "two"
+    assert ids["Projects/beta.md"] == "beta"  # no slug: file name
+    assert ids["Archive/Dup.md"] == "Archive/Dup"  # file names collide: path
+    assert ids["Projects/Dup.md"] == "Projects/Dup"
+    assert len(set(ids.values())) == len(ids)
+    assert vault.note_by_id("home") is vault.notes["Home.md"]
+    assert vault.note_by_id("shared") is None
+
+
+def test_bad_files_become_problems_and_the_rest_loads() -> None:
+    vault = Vault.load(FIXTURES / "broken")
+    codes = {path: [p.code for p in note.problems] for path, note in vault.notes.items()}
+    assert codes == {
+        "binary.md": ["binary"],
+        "bom-crlf.md": [],
+        "empty.md": ["empty"],
+        "good.md": [],
+        "invalid-yaml.md": ["yaml-error"],
+        "latin1.md": ["not-utf8"],
+        "list-frontmatter.md": ["not-mapping"],
+        "no-frontmatter.md": ["no-frontmatter"],
+        "scalar-frontmatter.md": ["not-mapping"],
+        "unclosed.md": ["unclosed-frontmatter"],
+    }
+    assert vault.notes["invalid-yaml.md"].problems[0].line == 4
+    assert vault.notes["latin1.md"].problems[0].line == 2
+    # links of damaged notes still resolve
+    for path in ("invalid-yaml.md", "latin1.md", "no-frontmatter.md", "unclosed.md", "bom-crlf.md"):
+        assert [r.status for r in vault.resolutions(path)] == [LinkStatus.OK], path
+    bom = vault.notes["bom-crlf.md"]
+    assert bom.meta == {"title": "BOM and CRLF", "tags": ["x"]}
+    assert bom.links[0].span.line == 6 and bom.links[0].span.column == 5
+    assert all(p.path for p in vault.all_problems())
+
+
+def test_missing_or_wrong_root(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="vault folder not found"):
+        Vault.load(tmp_path / "nope")
+    file = _write(tmp_path, "file.md", "x")
+    with pytest.raises(NotADirectoryError, match="not a folder"):
+        Vault.load(file)
+
+
+def test_symlink_loops_and_broken_links(tmp_path: Path) -> None:
+    _write(tmp_path, "a/note.md", "---\ntitle: n\n---\n[[b]]\n")
+    _write(tmp_path, "b.md", "---\ntitle: b\n---\n")
+    os.symlink(tmp_path / "a", tmp_path / "a" / "loop")  # a/loop -> a
+    os.symlink("self.md", tmp_path / "self.md")  # points at itself
+    os.symlink(tmp_path / "gone.md", tmp_path / "dangling.md")
+    vault = Vault.load(tmp_path)
+    assert set(vault.notes) == {"a/note.md", "b.md"}
+    messages = {p.path: p.message for p in vault.problems}
+    assert "loop" in messages["a/loop"]
+    assert "loop" in messages["self.md"]
+    assert "broken symbolic link" in messages["dangling.md"]
+    assert all(p.code == "unreadable" for p in vault.problems)
+
+
+def test_fifo_named_md_does_not_hang(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+    os.mkfifo(tmp_path / "pipe.md")
+    _write(tmp_path, "ok.md", "---\ntitle: ok\n---\n")
+    vault = Vault.load(tmp_path)
+    assert set(vault.notes) == {"ok.md"}
+    assert [p.path for p in vault.problems] == ["pipe.md"]
+
+
+def test_file_deleted_during_the_scan(tmp_path: Path) -> None:
+    _write(tmp_path, "stays.md", "---\ntitle: s\n---\n[[goes]]\n")
+    _write(tmp_path, "goes.md", "---\ntitle: g\n---\n")
+
+    class DeletingVault(Vault):
+        def _walk(self, start: str = ""):  # type: ignore[override]
+            for rel, full in super()._walk(start):
+                if rel == "goes.md":
+                    os.remove(full)  # the file disappears between listing and reading
+                yield rel, full
+
+    vault = DeletingVault.load(tmp_path)
+    assert set(vault.notes) == {"stays.md"}
+    assert [(p.path, p.code) for p in vault.problems] == [("goes.md", "unreadable")]
+    assert [r.status for r in vault.resolutions("stays.md")] == [LinkStatus.BROKEN]
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    if os.name != "posix" or os.geteuid() == 0:
+        pytest.skip("permissions are not enforced for root")
+    path = _write(tmp_path, "secret.md", "---\ntitle: s\n---\n")
+    path.chmod(0)
+    try:
+        vault = Vault.load(tmp_path)
+    finally:
+        path.chmod(0o644)
+    assert [p.code for p in vault.notes["secret.md"].problems] == ["unreadable"]
+
+
+def test_nfd_file_names_resolve_from_nfc_links(tmp_path: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "Équipe café.md")
+    _write(tmp_path, nfd, "---\ntitle: e\n---\n")
+    _write(tmp_path, "src.md", "---\ntitle: s\n---\n[[équipe CAFÉ]] [x](%C3%89quipe%20caf%C3%A9.md)\n")
+    vault = Vault.load(tmp_path)
+    assert [r.target_path for r in vault.resolutions("src.md")] == [nfd, nfd]
+
+
+def test_load_is_independent_of_hash_seed(tmp_path: Path) -> None:
+    script = (
+        "import json, sys\n"
+        "from grasbot.vault import Vault\n"
+        "v = Vault.load(sys.argv[1])\n"
+        "print(json.dumps([[p, n.id, [[r.status.value, r.target_path, list(r.candidates)] for r in v.resolutions(p)],"
+        " v.incoming(p)] for p, n in v.notes.items()]))\n"
+    )
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", script, str(FIXTURES / "links")], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.add(run.stdout)
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())
+
+
+# -- incremental updates -------------------------------------------------------------------------------
+
+
+def _same_as_fresh(vault: Vault) -> None:
+    fresh = Vault.load(vault.root)
+    assert list(vault.notes) == list(fresh.notes)
+    assert vault.files == fresh.files
+    for path in fresh.notes:
+        assert vault.resolutions(path) == fresh.resolutions(path), path
+        assert vault.incoming(path) == fresh.incoming(path), path
+        assert vault.outgoing(path) == fresh.outgoing(path), path
+        assert vault.notes[path].id == fresh.notes[path].id, path
+
+
+def test_deleting_a_note_breaks_links_and_creating_it_repairs_them(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    alpha = links_vault / "Projects" / "Alpha.md"
+    saved = alpha.read_text(encoding="utf-8")
+    alpha.unlink()
+    change = vault.remove_file("Projects/Alpha.md")
+    assert change.changed == {"Projects/Alpha.md"}
+    assert change.relinked == {"Home.md"}
+    assert "Projects/Alpha.md" not in vault.notes
+    assert ("[[Alpha]]", "broken", None) in _statuses(vault, "Home.md")
+    assert vault.incoming("Home.md") == []
+    _same_as_fresh(vault)
+
+    alpha.write_text(saved, encoding="utf-8")
+    change = vault.update_file(alpha)  # an absolute path works too
+    assert change.changed == {"Projects/Alpha.md"} and change.relinked == {"Home.md"}
+    assert ("[[Alpha]]", "ok", "Projects/Alpha.md") in _statuses(vault, "Home.md")
+    _same_as_fresh(vault)
+
+
+def test_editing_a_heading_relinks_the_notes_that_use_it(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    alpha = links_vault / "Projects" / "Alpha.md"
+    alpha.write_text(alpha.read_text(encoding="utf-8").replace("## Goals: first", "## Aims"), encoding="utf-8")
+    change = vault.update_file("Projects/Alpha.md")
+    assert change.relinked == {"Home.md"}
+    assert ("[[Alpha#Goals first#Details]]", "broken-anchor", "Projects/Alpha.md") in _statuses(vault, "Home.md")
+    _same_as_fresh(vault)
+    # an edit that changes neither headings, block ids nor aliases relinks nobody
+    alpha.write_text(alpha.read_text(encoding="utf-8") + "\nMore text.\n", encoding="utf-8")
+    assert vault.update_file("Projects/Alpha.md").relinked == set()
+
+
+def test_a_new_note_with_an_existing_name_makes_links_ambiguous(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    _write(links_vault, "Other/Some Note.md", "---\ntitle: other\n---\n")
+    change = vault.update_file("Other/Some Note.md")
+    assert change.relinked == {"Projects/beta.md"}  # Home's links to it use a full path
+    beta = vault.resolutions("Projects/beta.md")[0]
+    assert beta.status is LinkStatus.AMBIGUOUS and beta.target_path == "Projects/Some Note.md"
+    assert vault.notes["Projects/Some Note.md"].id == "Projects/Some Note"  # the stem now collides
+    _same_as_fresh(vault)
+
+
+def test_aliases_and_slugs_update_hints_and_ids(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    beta = links_vault / "Projects" / "beta.md"
+    beta.write_text("---\ntitle: Beta\nslug: home\n---\nBeta.\n", encoding="utf-8")
+    change = vault.update_file("Projects/beta.md")
+    assert "Home.md" in change.relinked  # the alias hint of [[Bêta-test]] is gone, [[beta]] unchanged
+    hint = next(r for r in vault.resolutions("Home.md") if r.link.raw == "[[Bêta-test]]")
+    assert hint.alias_of is None
+    assert vault.notes["Home.md"].id == "Home"  # the slug `home` is no longer unique
+    assert vault.notes["Projects/beta.md"].id == "beta"
+    _same_as_fresh(vault)
+
+
+def test_attachments_and_folders(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    (links_vault / "attachments" / "diagram.png").unlink()
+    change = vault.remove_file("attachments/diagram.png")
+    assert change.relinked == {"Home.md"} and change.changed == set()
+    (links_vault / "attachments" / "diagram.png").write_bytes(b"")
+    assert vault.update_file("attachments/diagram.png").relinked == {"Home.md"}
+    shutil.rmtree(links_vault / "Projects")
+    change = vault.remove_file("Projects")
+    assert change.changed == {"Projects/Alpha.md", "Projects/Dup.md", "Projects/Some Note.md", "Projects/beta.md"}
+    assert change.relinked == {"Home.md"}
+    _same_as_fresh(vault)
+
+
+def test_updates_ignore_excluded_paths_and_turn_bad_files_into_problems(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    _write(links_vault, "templates/New.md", "---\ntitle: t\n---\n[[Alpha]]\n")
+    assert vault.update_file("templates/New.md") == LinkChange()
+    assert "templates/New.md" not in vault.notes
+    (links_vault / "Projects" / "beta.md").write_bytes(b"---\ntitle: [unclosed\n---\n\xff\n")
+    vault.update_file("Projects/beta.md")
+    assert {p.code for p in vault.notes["Projects/beta.md"].problems} == {"yaml-error", "not-utf8"}
+    _same_as_fresh(vault)

@@ -1,0 +1,76 @@
+"""`VaultApp`: the Textual app behind `vaulttools tui`.
+
+    VaultApp("vault").run()                       # what `vaulttools tui vault` does
+    VaultApp("vault", api="http://127.0.0.1:8000") # with the API check and `r` to push /reload-vault
+
+The app owns the `Backend` (the engine, the watcher, the API client) and the command palette; the main
+screen does the rest (see `vaulttools.tui.screens.main`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from vaulttools.tui.backend import Backend
+from vaulttools.tui.screens.main import MainScreen
+
+__all__ = ["VaultApp"]
+
+#: (palette title, help, main-screen action), in the order the palette lists them.
+PALETTE: tuple[tuple[str, str, str], ...] = (
+    ("Ask a question", "Preview which notes GrasBot would retrieve (/)", "ask"),
+    ("Show notes with problems", "Toggle the has:problems filter of the tree (p)", "problems"),
+    ("Next note with problems", "Jump to the next note that has a problem (])", "next_problem"),
+    ("Fix the selected note", "Apply its safe fixes after showing the diff (x)", "fix"),
+    ("New note", "Create a note from its type's template, like `vaulttools new` (n)", "new_note"),
+    ("Edit in $EDITOR", "Open the selected note in your editor (e)", "edit"),
+    ("Open in Obsidian", "Open the selected note with obsidian://open (o)", "obsidian"),
+    ("Lint the whole vault", "Re-read and re-check every note (l)", "lint"),
+    ("Push /reload-vault", "Tell the running GrasBot API to re-read the vault (r)", "reload"),
+    ("Filter the tree", "Focus the filter box: name, type:, rule:, has:problems, is:private (f)", "filter"),
+    ("Vault summary", "Notes by type, problems by rule, last reload (s)", "summary"),
+)
+
+
+class VaultApp(App[None]):
+    CSS_PATH = "vaulttools.tcss"
+    TITLE = "vaulttools"
+    ENABLE_COMMAND_PALETTE = True
+    # "more" rather than Textual's "palette": shorter, so the footer holds every action at 80 columns
+    BINDINGS = [
+        Binding("ctrl+p", "command_palette", "more", show=False, priority=True, tooltip="Every command"),
+    ]
+
+    def __init__(
+        self,
+        vault: str | Path,
+        *,
+        taxonomy: str | Path | None = None,
+        api: str | None = None,
+        token: str | None = None,
+        watch: bool = True,
+        check_api: bool = True,
+    ) -> None:
+        super().__init__()
+        self.backend = Backend(vault, taxonomy=taxonomy, api=api, token=token)
+        self.watch_vault = watch
+        self.check_api_enabled = check_api
+        self.main_screen: MainScreen | None = None
+
+    def on_mount(self) -> None:
+        self.main_screen = MainScreen(self.backend, watch=self.watch_vault, check_api=self.check_api_enabled)
+        self.push_screen(self.main_screen)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if isinstance(screen, MainScreen):
+            for title, help_text, action in PALETTE:
+                yield SystemCommand(title, help_text, getattr(screen, f"action_{action}"))
+        yield from super().get_system_commands(screen)
+
+    def on_unmount(self) -> None:
+        self.backend.stop()

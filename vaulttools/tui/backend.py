@@ -1,0 +1,645 @@
+"""The TUI's one door to the engine: loading, linting, retrieval, fixes, authoring, the API, the OS.
+
+Everything the app shows comes from here, and everything here calls the same functions as the command
+line: `Vault.load`, `SearchIndex.search` + `plan_context` (what `vaulttools ask` and the API call),
+`LiveVault` + `VaultWatcher` (what `vaulttools watch` runs), `apply_fixes` (`vaulttools lint --fix`),
+`create_note` (`vaulttools new`) and `reload_vault` (`vaulttools reload`). No Textual here: the methods
+are plain, blocking and thread-safe, and the app calls them from worker threads so the UI never waits.
+
+Loading is split in phases so the first screen comes fast on a big vault: `load()` reads the notes (the
+tree can be drawn), `build_index()` makes the question preview work, `start_live()` runs the full lint
+(the badges) and from then on every change on disk goes through the `LiveVault`.
+
+Threads: before `start_live()` only one loader thread touches the vault; afterwards every read goes
+through `LiveVault.reading()` (its lock), and the watcher's thread is the one writer.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from grasbot.notes import Note
+    from grasbot.vault import Vault
+    from vaulttools.authoring import NewNote
+    from vaulttools.lint.diagnostics import Diagnostic
+    from vaulttools.lint.fixes import FileFix
+    from vaulttools.live import LiveDelta, LiveVault
+    from vaulttools.reload_client import ReloadResult
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "LinkRow",
+    "NoteDetail",
+    "NoteRow",
+    "Preview",
+    "PreviewRow",
+    "Summary",
+    "obsidian_url",
+]
+
+#: How many notes the question preview lists (the API's SEARCH_TOP_K default).
+DEFAULT_TOP_K = 5
+#: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
+API_TIMEOUT = 1.5
+
+
+class BackendError(Exception):
+    """Something the user must be told in one line (missing vault, unreadable taxonomy, ...)."""
+
+
+# -- plain data handed to the UI (immutable: safe to read on any thread) --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NoteRow:
+    """What the tree shows for one note."""
+
+    path: str
+    title: str
+    type: str | None
+    private: bool
+    errors: int = 0
+    warnings: int = 0
+    rules: tuple[str, ...] = ()  # distinct rules of its problems, sorted
+    fixable: int = 0  # problems with a safe automatic fix
+
+    @property
+    def problems(self) -> int:
+        return self.errors + self.warnings
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """One outgoing link (as written, where it leads) or one backlink (`text` is the linking note)."""
+
+    text: str
+    target: str | None  # vault-relative path it leads to; None when broken or external
+    status: str  # ok, broken, broken-anchor, ambiguous, external, backlink
+    line: int
+    private: bool = False  # the target (or the linking note) is private
+    hint: str = ""  # e.g. "alias of 10-Projets/x.md"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDetail:
+    path: str
+    note: Note
+    diagnostics: tuple[Diagnostic, ...]
+    links: tuple[LinkRow, ...]
+    backlinks: tuple[LinkRow, ...]
+    linted: bool  # False while the first full lint is still running
+
+    @property
+    def fixable(self) -> int:
+        return sum(1 for d in self.diagnostics if d.fix is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRow:
+    rank: int
+    id: str
+    path: str
+    title: str
+    type: str | None
+    score: float
+    reasons: tuple[str, ...]
+    direct: bool
+    prompt: str  # "whole" or "cut"
+    chars: int  # characters of the note that go into the prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    query: str
+    grounded: bool
+    rows: tuple[PreviewRow, ...]
+    candidates: int  # public notes the index holds
+    elapsed_ms: float
+    message: str | None = None  # why there is no ranking (empty question, index not ready)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    vault_name: str
+    notes: int
+    private: int
+    by_type: tuple[tuple[str, int], ...]
+    by_rule: tuple[tuple[str, str, int, int], ...]  # (rule, severity, problems, notes)
+    errors: int
+    warnings: int
+    notes_with_problems: int
+    fixable_notes: int
+    linted: bool
+    taxonomy: str | None  # shown relative to the vault
+    taxonomy_error: str | None
+    notices: tuple[str, ...]  # problems of the vault itself (unreadable folder, link loop, ...)
+
+
+def obsidian_url(vault_root: Path, path: str) -> str:
+    """`obsidian://open?vault=<vault folder name>&file=<path without .md>`, both URI-encoded."""
+    file = path[:-3] if path.lower().endswith(".md") else path
+    return f"obsidian://open?vault={quote(vault_root.name, safe='')}&file={quote(file, safe='')}"
+
+
+def _opener(url: str) -> list[str] | None:
+    """The OS command that opens `url` with its registered handler, or None when there is none."""
+    if sys.platform == "darwin":
+        candidates = [["open", url]]
+    elif sys.platform.startswith("win"):
+        candidates = [["explorer", url]]
+    else:
+        candidates = [["xdg-open", url], ["gio", "open", url], ["wslview", url]]
+    for argv in candidates:
+        found = shutil.which(argv[0])
+        if found:
+            return [found, *argv[1:]]
+    return None
+
+
+def _severity_counts(diags: Iterable[Diagnostic]) -> tuple[int, int, tuple[str, ...], int]:
+    errors = warnings = fixable = 0
+    rules: set[str] = set()
+    for d in diags:
+        if str(d.severity) == "error":
+            errors += 1
+        else:
+            warnings += 1
+        if d.fix is not None:
+            fixable += 1
+        rules.add(d.rule)
+    return errors, warnings, tuple(sorted(rules)), fixable
+
+
+def _row(note: Note, diags: Iterable[Diagnostic]) -> NoteRow:
+    errors, warnings, rules, fixable = _severity_counts(diags)
+    return NoteRow(note.path, note.title, note.type, note.is_private, errors, warnings, rules, fixable)
+
+
+class Backend:
+    """One vault, as the TUI sees it. Construct, then (from a worker thread) `load()`, `build_index()`,
+    `start_live()`; `start_watching()` as early as possible so no save is missed while loading."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        taxonomy: str | Path | None = None,
+        api: str | None = None,
+        token: str | None = None,
+        top_k: int = DEFAULT_TOP_K,
+    ) -> None:
+        self.root = Path(root).expanduser()
+        self.taxonomy_arg = Path(taxonomy).expanduser() if taxonomy else None
+        self.api = api
+        self.token = token
+        self.top_k = top_k
+        self.live: LiveVault | None = None
+        self.timings: dict[str, float] = {}  # phase -> seconds, for the summary and the benchmark
+        self.taxonomy_error: str | None = None
+        self.config_error: str | None = None
+        self._vault: Vault | None = None
+        self._index: Any = None
+        self._config: Any = None
+        self._ready = threading.Event()  # the LiveVault exists (or loading failed): batches may be applied
+        self._stopping = False
+        self._watcher: Any = None
+
+    # -- loading ----------------------------------------------------------------------------------------
+    @property
+    def vault(self) -> Vault | None:
+        live = self.live
+        return live.vault if live is not None else self._vault
+
+    @property
+    def vault_name(self) -> str:
+        return self.root.resolve().name if self.root.exists() else self.root.name
+
+    def load(self) -> list[NoteRow]:
+        """Read every note (no lint yet). BackendError for a missing or unreadable vault folder."""
+        from grasbot.vault import Vault
+
+        started = time.perf_counter()
+        try:
+            vault = Vault.load(self.root)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise BackendError(f"{exc} (pass a vault folder as PATH or --vault)") from None
+        except OSError as exc:
+            raise BackendError(f"cannot read the vault {self.root}: {exc.strerror or exc}") from None
+        self._vault = vault
+        self.root = vault.root
+        self.timings["load"] = time.perf_counter() - started
+        return [NoteRow(n.path, n.title, n.type, n.is_private) for n in vault.notes.values()]
+
+    def build_index(self) -> int:
+        """Build the retrieval index (the question preview works from then on); returns its size."""
+        from grasbot.search import SearchIndex
+
+        if self._vault is None:
+            raise BackendError("the vault is not loaded")
+        started = time.perf_counter()
+        self._index = SearchIndex.build(self._vault)
+        self.timings["index"] = time.perf_counter() - started
+        return self._index.size
+
+    def start_live(self) -> list[NoteRow]:
+        """Run the full lint and hand the vault to a `LiveVault`; returns every note's row with badges."""
+        if self._vault is None:
+            raise BackendError("the vault is not loaded")
+        started = time.perf_counter()
+        try:
+            self.live = self._make_live(self._vault, self._index)
+        finally:
+            self._ready.set()
+        self.timings["lint"] = time.perf_counter() - started
+        return self.rows_all()
+
+    def _load_config(self) -> Any:
+        from vaulttools.lint import ConfigError, LintConfig, load_config
+
+        if self._config is None:
+            try:
+                self._config = load_config(self._vault.root if self._vault else self.root)
+            except ConfigError as exc:
+                self.config_error = f"lint configuration not used: {exc}"
+                self._config = LintConfig()
+        return self._config
+
+    def _make_live(self, vault: Vault, index: Any) -> LiveVault:
+        """A LiveVault over the vault already read (reading 10k notes twice would delay the badges)."""
+        from vaulttools import live as live_mod
+        from vaulttools.taxonomy import TaxonomyError
+
+        config = self._load_config()
+        factory = getattr(live_mod.LiveVault, "from_vault", None)
+        if factory is not None:  # a public constructor, if the live module grows one
+            return factory(vault, taxonomy=self.taxonomy_arg, config=config, index=index)
+        try:
+            linter_cls = live_mod._Linter
+            find, read = live_mod._find_taxonomy, live_mod._read_taxonomy
+        except AttributeError:  # the private helpers moved: read the vault again, the public way
+            return live_mod.LiveVault.load(vault.root, taxonomy=self.taxonomy_arg, config=config)
+        path = find(vault.root, self.taxonomy_arg)
+        try:
+            taxonomy = read(path)
+            error = None
+        except TaxonomyError as exc:
+            # shown in the app; the structural rules still run, and fixing the file brings the rest back
+            taxonomy, error = None, str(exc)
+        self.taxonomy_error = error
+        linter = linter_cls(taxonomy, config, path, error)
+        return live_mod.LiveVault(vault, linter, index=index, with_index=True)
+
+    # -- watching ---------------------------------------------------------------------------------------
+    def start_watching(
+        self,
+        on_delta: Callable[[LiveDelta], Any],
+        on_error: Callable[[BaseException], Any] | None = None,
+        *,
+        quiet: float = 0.12,
+        poll: bool = False,
+    ) -> None:
+        """Watch the vault folder; after each burst of changes (once `start_live()` is done) apply it and
+        call `on_delta(delta)` on the watcher's thread. BackendError when the folder cannot be watched."""
+        from vaulttools.watcher import VaultWatcher, WatchError
+
+        def handle(batch: Any) -> None:
+            self._ready.wait()
+            live = self.live
+            if live is None or self._stopping:
+                return
+            delta = live.apply(batch.paths)
+            if delta.unsettled and self._watcher is not None:
+                self._watcher.requeue(delta.unsettled)
+            if not delta.is_empty:
+                on_delta(delta)
+
+        watcher = VaultWatcher(self.root, handle, quiet=quiet, on_error=on_error or (lambda exc: None), poll=poll)
+        try:
+            watcher.start()
+        except WatchError as exc:
+            raise BackendError(str(exc)) from None
+        self._watcher = watcher
+
+    def stop(self) -> None:
+        """Stop watching (safe to call twice, from any thread)."""
+        self._stopping = True
+        self._ready.set()  # a batch waiting for the first lint must not hang the shutdown
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop(timeout=2.0)
+
+    def apply(self, paths: Iterable[str]) -> LiveDelta | None:
+        """Apply changes the app made itself (a fix, a new note) now, without waiting for the watcher."""
+        live = self.live
+        return live.apply(list(paths)) if live is not None else None
+
+    def full_lint(self) -> LiveDelta:
+        """Re-read and re-lint the whole vault (the taxonomy too)."""
+        live = self.live
+        if live is None:
+            raise BackendError("the first check is still running")
+        started = time.perf_counter()
+        delta = live.reload()
+        self.timings["lint"] = time.perf_counter() - started
+        return delta
+
+    # -- reading ----------------------------------------------------------------------------------------
+    def rows_all(self) -> list[NoteRow]:
+        live = self.live
+        if live is None:
+            vault = self._vault
+            return [NoteRow(n.path, n.title, n.type, n.is_private) for n in vault.notes.values()] if vault else []
+        with live.reading():
+            grouped: dict[str, list[Diagnostic]] = {}
+            for d in live.diagnostics():
+                grouped.setdefault(d.path, []).append(d)
+            return [_row(n, grouped.get(p, ())) for p, n in live.vault.notes.items()]
+
+    def rows(self, paths: Iterable[str]) -> dict[str, NoteRow | None]:
+        """The rows of `paths` now; None for a path that is no longer a note."""
+        out: dict[str, NoteRow | None] = {}
+        live = self.live
+        if live is None:
+            return out
+        with live.reading():
+            for p in sorted(set(paths)):
+                note = live.vault.notes.get(p)
+                out[p] = _row(note, live.diagnostics(p)) if note is not None else None
+        return out
+
+    def detail(self, path: str) -> NoteDetail | None:
+        """Everything the note pane shows for one note; None when it is not a note (any more)."""
+        from grasbot.notes import LinkStatus
+
+        live = self.live
+        lock = live.lock if live is not None else threading.RLock()
+        with lock:
+            vault = self.vault
+            if vault is None:
+                return None
+            note = vault.notes.get(path)
+            if note is None:
+                return None
+            diags = tuple(live.diagnostics(path)) if live is not None else ()
+            links = []
+            for res in vault.resolutions(path):
+                link = res.link
+                target = res.target_path
+                target_note = vault.notes.get(target) if target else None
+                hint = ""
+                if res.status is LinkStatus.BROKEN and res.alias_of:
+                    hint = f"an alias of {res.alias_of}"
+                elif res.status is LinkStatus.AMBIGUOUS and res.candidates:
+                    hint = f"{len(res.candidates)} files share this name"
+                links.append(
+                    LinkRow(
+                        link.raw,
+                        target,
+                        res.status.value,
+                        link.span.line,
+                        bool(target_note and target_note.is_private),
+                        hint,
+                    )
+                )
+            backlinks = []
+            for source in vault.incoming(path):
+                other = vault.notes.get(source)
+                if other is None:
+                    continue
+                line = next(
+                    (r.link.span.line for r in vault.resolutions(source) if r.target_path == path), 1
+                )
+                backlinks.append(LinkRow(other.title, source, "backlink", line, other.is_private))
+        return NoteDetail(path, note, diags, tuple(links), tuple(backlinks), live is not None)
+
+    def preview(self, query: str, top_k: int | None = None) -> Preview:
+        """What GrasBot would retrieve for `query`: the engine's ranking and the prompt plan."""
+        from grasbot.context import plan_context
+
+        started = time.perf_counter()
+        q = " ".join(query.split())
+        if not q:
+            return Preview("", False, (), 0, 0.0, "Type a question as a visitor would ask it.")
+        k = top_k or self.top_k
+        live = self.live
+        if live is not None and live.index is not None:
+            with live.reading():
+                index = live.index
+                result = index.search(q, k)
+                size = index.size
+        elif self._index is not None:
+            index = self._index
+            result = index.search(q, k)
+            size = index.size
+        else:
+            return Preview(q, False, (), 0, 0.0, "The search index is being built; the preview starts in a moment.")
+        plan = plan_context(result.hits)
+        rows = tuple(
+            PreviewRow(
+                rank,
+                hit.id,
+                hit.note.path,
+                hit.note.title,
+                hit.note.type,
+                hit.score,
+                tuple(hit.reasons),
+                hit.direct,
+                "cut" if ctx.truncated else "whole",
+                len(ctx.text),
+            )
+            for rank, (hit, ctx) in enumerate(zip(result.hits, plan, strict=True), 1)
+        )
+        return Preview(q, result.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+
+    def summary(self) -> Summary:
+        live = self.live
+        lock = live.lock if live is not None else threading.RLock()
+        with lock:
+            vault = self.vault
+            notes = list(vault.notes.values()) if vault else []
+            diags = live.diagnostics() if live is not None else []
+            notices = tuple(f"{p.path}: {p.message}" for p in (vault.problems if vault else []))
+            tax_path = live.taxonomy_path if live is not None else None
+            tax_error = live.taxonomy_error if live is not None else self.taxonomy_error
+        by_type = Counter((n.type or "(no type)") for n in notes)
+        rule_count: Counter[tuple[str, str]] = Counter()
+        rule_notes: dict[tuple[str, str], set[str]] = {}
+        fixable_notes: set[str] = set()
+        errors = warnings = 0
+        with_problems: set[str] = set()
+        for d in diags:
+            sev = str(d.severity)
+            key = (d.rule, sev)
+            rule_count[key] += 1
+            rule_notes.setdefault(key, set()).add(d.path)
+            with_problems.add(d.path)
+            if d.fix is not None:
+                fixable_notes.add(d.path)
+            if sev == "error":
+                errors += 1
+            else:
+                warnings += 1
+        by_rule = tuple(
+            sorted(
+                ((rule, sev, n, len(rule_notes[(rule, sev)])) for (rule, sev), n in rule_count.items()),
+                key=lambda r: (r[1] != "error", -r[2], r[0]),
+            )
+        )
+        taxonomy = None
+        if tax_path is not None:
+            try:
+                taxonomy = os.path.relpath(tax_path, self.root)
+            except ValueError:  # another drive (Windows)
+                taxonomy = str(tax_path)
+        extra = tuple(m for m in (self.config_error,) if m)
+        return Summary(
+            vault_name=self.vault_name,
+            notes=len(notes),
+            private=sum(1 for n in notes if n.is_private),
+            by_type=tuple(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))),
+            by_rule=by_rule,
+            errors=errors,
+            warnings=warnings,
+            notes_with_problems=len(with_problems),
+            fixable_notes=len(fixable_notes),
+            linted=live is not None,
+            taxonomy=taxonomy,
+            taxonomy_error=tax_error,
+            notices=notices + extra,
+        )
+
+    # -- fixing -----------------------------------------------------------------------------------------
+    def plan_fix(self, path: str) -> FileFix | None:
+        """The safe fixes of one note, computed on the file as it is now; nothing is written. None when
+        the note has no fixable problem."""
+        from vaulttools.lint import apply_fixes
+
+        live = self.live
+        if live is None:
+            raise BackendError("the first check is still running; try again in a moment")
+        with live.reading():
+            diags = [d for d in live.diagnostics(path) if d.fix is not None]
+            if not diags:
+                return None
+            fixes = apply_fixes(live.vault, diags, live.taxonomy, self._load_config(), write=False)
+        return fixes[0] if fixes else None
+
+    def write_fix(self, fix: FileFix) -> LiveDelta | None:
+        """Write a planned fix (refused if the file changed since it was planned), then re-check the note.
+        BackendError with the reason when nothing was written."""
+        from vaulttools.lint.fixes import write_fixed
+
+        if fix.error:
+            raise BackendError(fix.error)
+        try:
+            write_fixed(self.root, fix)
+        except OSError as exc:
+            raise BackendError(f"{fix.path}: cannot write: {exc.strerror or exc}") from None
+        except Exception as exc:  # FileChangedError: an editor saved meanwhile
+            raise BackendError(str(exc)) from None
+        return self.apply([fix.path])
+
+    # -- authoring --------------------------------------------------------------------------------------
+    @staticmethod
+    def note_types() -> list[str]:
+        from vaulttools.authoring import NOTE_TYPES
+
+        return list(NOTE_TYPES)
+
+    def create_note(self, note_type: str, title: str) -> tuple[str, NewNote]:
+        """Create a note from its type's template (`vaulttools new`); returns its vault-relative path.
+        BackendError with the reason when nothing was created."""
+        from vaulttools.authoring import AuthoringError, create_note
+
+        live = self.live
+        taxonomy = live.taxonomy if live is not None else None
+        try:
+            new = create_note(note_type, title, self.root, taxonomy=taxonomy)
+        except AuthoringError as exc:
+            raise BackendError(str(exc)) from None
+        except OSError as exc:
+            raise BackendError(f"cannot write the note: {exc.strerror or exc}") from None
+        rel = Path(new.path).resolve().relative_to(self.root.resolve()).as_posix()
+        self.apply([rel])
+        return rel, new
+
+    # -- outside the app: editor, Obsidian, the API -----------------------------------------------------
+    def absolute(self, path: str) -> Path:
+        return self.root / path
+
+    def editor_command(self, path: str) -> list[str] | None:
+        """`$VISUAL`/`$EDITOR` (with its arguments) and the note's file, else a common editor, else None."""
+        for var in ("VISUAL", "EDITOR"):
+            value = os.environ.get(var, "").strip()
+            if value:
+                try:
+                    argv = shlex.split(value)
+                except ValueError:
+                    argv = [value]
+                return [*argv, str(self.absolute(path))]
+        for name in ("nano", "vim", "vi"):
+            found = shutil.which(name)
+            if found:
+                return [found, str(self.absolute(path))]
+        return None
+
+    def obsidian_url(self, path: str) -> str:
+        return obsidian_url(self.root, path)
+
+    def open_in_obsidian(self, path: str) -> tuple[list[str] | None, str]:
+        """Ask the OS to open the note in Obsidian. Returns (the command run or None, one line to show)."""
+        url = self.obsidian_url(path)
+        argv = _opener(url)
+        if argv is None:
+            return None, f"no URL opener found (xdg-open); open this URL yourself: {url}"
+        try:
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return None, f"could not run {argv[0]}: {exc.strerror or exc}; open this URL yourself: {url}"
+        return argv, "ran: " + " ".join(shlex.quote(a) for a in [Path(argv[0]).name, *argv[1:]])
+
+    def push_reload(self) -> ReloadResult:
+        """`POST /reload-vault` once (never raises for network trouble: see `ReloadResult`)."""
+        from vaulttools.reload_client import reload_vault
+
+        if not self.api:
+            raise BackendError("no API configured: start the TUI with --api URL")
+        return reload_vault(self.api, self.token, timeout=10.0)
+
+    def check_api(self) -> tuple[bool, str]:
+        """(answers, one short line) from `GET /health`."""
+        import httpx
+
+        if not self.api:
+            return False, "not configured"
+        url = self.api.rstrip("/")
+        if url.endswith("/reload-vault"):
+            url = url[: -len("/reload-vault")]
+        try:
+            with httpx.Client(timeout=API_TIMEOUT, trust_env=False) as client:
+                response = client.get(url + "/health")
+        except httpx.HTTPError as exc:
+            return False, "down" if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) else f"down ({type(exc).__name__})"
+        if response.is_success:
+            return True, "up"
+        return False, f"HTTP {response.status_code}"

@@ -1,0 +1,91 @@
+"""The question preview: type a visitor's question, see what GrasBot would retrieve and put in its prompt.
+
+The ranking is `SearchIndex.search` + `plan_context`, the functions the API's `/ask` calls; the app runs
+them in a worker, debounced, and hands the result to `show()`.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from vaulttools.tui.backend import Preview, PreviewRow
+
+PLACEHOLDER = "Ask as a visitor would, e.g. « C'est quoi ce projet ? »"
+
+
+def result_prompt(row: PreviewRow) -> Text:
+    text = Text()
+    text.append(f"{row.rank}. ", style="bold")
+    text.append(row.id, style="bold cyan")
+    if row.type:
+        text.append(f" {row.type}", style="dim")
+    text.append(f"  score {row.score:.2f}", style="bold")
+    if row.prompt == "cut":
+        text.append(f"  cut to {row.chars} chars", style="yellow")
+    else:
+        text.append("  whole", style="green")
+    if not row.direct:
+        text.append("  via a link", style="italic")
+    text.append("\n   ")
+    text.append(", ".join(row.reasons) or "(no reason)", style="dim")
+    return text
+
+
+def verdict_text(preview: Preview) -> Text:
+    if preview.message:
+        return Text(preview.message, style="dim")
+    text = Text()
+    if not preview.rows:
+        text.append("grounded: no", style="bold yellow")
+        text.append(" — no note matches: the bot says it does not know.", style="dim")
+        return text
+    if preview.grounded:
+        text.append("grounded: yes", style="bold green")
+        text.append(" — the bot answers from these notes", style="dim")
+    else:
+        text.append("grounded: no", style="bold yellow")
+        text.append(" — no credible source: the bot is told not to invent", style="dim")
+    text.append(f"\n{len(preview.rows)} of {preview.candidates} public notes · prompt: ", style="dim")
+    whole = sum(1 for r in preview.rows if r.prompt == "whole")
+    text.append(f"{whole} whole, {len(preview.rows) - whole} cut", style="dim")
+    return text
+
+
+class QuestionPreview(Vertical):
+    class OpenNote(Message):
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.preview: Preview | None = None
+        self._paths: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder=PLACEHOLDER, id="question")
+        yield Static(Text("Type a question: the notes GrasBot would retrieve appear below, best first.", style="dim"), id="verdict")
+        yield OptionList(id="results")
+
+    def show(self, preview: Preview) -> None:
+        self.preview = preview
+        self.query_one("#verdict", Static).update(verdict_text(preview))
+        results = self.query_one("#results", OptionList)
+        highlighted = results.highlighted
+        results.clear_options()
+        self._paths = [r.path for r in preview.rows]
+        results.add_options([Option(result_prompt(r)) for r in preview.rows])
+        if preview.rows:
+            results.highlighted = highlighted if highlighted is not None and highlighted < len(preview.rows) else 0
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id != "results":
+            return
+        event.stop()
+        if 0 <= event.option_index < len(self._paths):
+            self.post_message(self.OpenNote(self._paths[event.option_index]))

@@ -1,0 +1,110 @@
+"""The vault at a glance: notes by type, problems by rule (Enter lists a rule's notes), reload status."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from vaulttools.tui.backend import Summary
+
+GETTING_STARTED = (
+    "How to use it: ↑ ↓ in the tree pick a note (its problems show on the Note tab) · "
+    "p lists only the notes with problems · x fixes what can be fixed safely · "
+    "/ asks a question as a visitor would · ctrl+p lists every command."
+)
+
+
+def health_text(summary: Summary) -> Text:
+    text = Text()
+    text.append(f"{summary.vault_name}", style="bold")
+    text.append(f"  {summary.notes} notes, {summary.private} private\n")
+    if not summary.linted:
+        text.append("checking the vault…", style="dim")
+    elif summary.errors or summary.warnings:
+        text.append(f"✗ {summary.errors} errors", style="bold red")
+        text.append(" · ")
+        text.append(f"! {summary.warnings} warnings", style="yellow")
+        text.append(f" in {summary.notes_with_problems} notes")
+        if summary.fixable_notes:
+            text.append(f" · {summary.fixable_notes} with safe fixes", style="green")
+    else:
+        text.append("✓ no problem found", style="green")
+    text.append("\ntaxonomy: ", style="dim")
+    if summary.taxonomy_error:
+        text.append(f"{summary.taxonomy_error} (vocabulary rules off)", style="yellow")
+    elif summary.taxonomy:
+        text.append(summary.taxonomy)
+    else:
+        text.append("none found (structural rules only)", style="yellow")
+    for notice in summary.notices:
+        text.append(f"\n! {notice}", style="yellow")
+    return text
+
+
+def types_table(summary: Summary) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column("type", style="cyan")
+    table.add_column("notes", justify="right")
+    for name, count in summary.by_type:
+        table.add_row(name, str(count))
+    return table
+
+
+def rule_prompt(rule: str, severity: str, problems: int, notes: int) -> Text:
+    style = "bold red" if severity == "error" else "yellow"
+    text = Text()
+    text.append("✗ " if severity == "error" else "! ", style=style)
+    text.append(rule, style=style)
+    text.append(f"  {problems} in {notes} note{'s' * (notes != 1)}", style="dim")
+    return text
+
+
+class VaultSummary(VerticalScroll):
+    class FilterRule(Message):
+        def __init__(self, rule: str) -> None:
+            super().__init__()
+            self.rule = rule
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._rules: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("loading the vault…", style="dim"), id="health")
+        yield Static(Text(GETTING_STARTED, style="italic"), id="getting-started")
+        yield Static("Problems by rule — Enter lists the notes", classes="section")
+        yield OptionList(id="rules")
+        yield Static("Notes by type", classes="section")
+        yield Static("", id="types")
+        yield Static("API", classes="section")
+        yield Static(Text("no reload pushed yet (r pushes one)", style="dim"), id="reload-status")
+
+    def show(self, summary: Summary) -> None:
+        self.query_one("#health", Static).update(health_text(summary))
+        self.query_one("#types", Static).update(types_table(summary))
+        rules = self.query_one("#rules", OptionList)
+        highlighted = rules.highlighted
+        rules.clear_options()
+        self._rules = [r[0] for r in summary.by_rule]
+        if summary.by_rule:
+            rules.add_options([Option(rule_prompt(*r)) for r in summary.by_rule])
+            if highlighted is not None and highlighted < len(summary.by_rule):
+                rules.highlighted = highlighted
+        else:
+            text = "checking…" if not summary.linted else "none"
+            rules.add_option(Option(Text(text, style="dim"), disabled=True))
+
+    def show_reload(self, text: Text) -> None:
+        self.query_one("#reload-status", Static).update(text)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id != "rules":
+            return
+        event.stop()
+        if 0 <= event.option_index < len(self._rules):
+            self.post_message(self.FilterRule(self._rules[event.option_index]))
