@@ -24,7 +24,6 @@ Target: ≤ 300 ms save-to-printed-and-pushed, quiet window included; RSS flat o
 from __future__ import annotations
 
 import json
-import os
 import queue
 import re
 import shutil

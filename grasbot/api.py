@@ -44,7 +44,7 @@ from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer
 from grasbot.memory import ConversationMemory, Turn
 from grasbot.notes import Note
 from grasbot.observability import Observability, is_trace_id, retrieval_relevance
-from grasbot.prompt import build_prompt, hidden_names, is_servable, servable_hits
+from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -224,7 +224,7 @@ def source_view(hit: Hit) -> dict[str, Any]:
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
-    folded = value.casefold()
+    folded = fold_name(value)
     return folded in hidden or any(part in hidden for part in re.split(r"[:/|#]", folded))
 
 
@@ -394,10 +394,12 @@ class Service:
         begun = time.perf_counter()
         snap = self.snapshot  # read once: this request uses this snapshot to the end
         s = self.settings
-        assert self.llm is not None, "the service is not started"
+        if self.llm is None:
+            raise RuntimeError("the service is not started")
         history = self.memory.history(session_id)
         # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
-        metadata = {"top_k": s.search_top_k, "min_score": s.search_min_score if s.search_min_score is not None else "engine-default"}
+        min_score = s.search_min_score if s.search_min_score is not None else "engine-default"
+        metadata = {"top_k": s.search_top_k, "min_score": min_score}
         with self.observability.trace_ask(
             query=question, session_id=session_id, user_id=user_id, model=s.llm_model, metadata=metadata
         ) as trace:
@@ -408,7 +410,7 @@ class Service:
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
                     span.update(
-                        output=[{**source_view(h), "url": None} for h in hits],
+                        output=[source_view(h) for h in hits],
                         metadata=self._retrieval_metadata(snap, result, hits, elapsed, followup),
                     )
             grounded = bool(result.grounded and hits)
@@ -439,7 +441,7 @@ class Service:
                             "relevant_notes": [c.hit.id for c in prompt.notes],
                             **prompt.size,
                             "history_turns": len(prompt.history),
-                            "min_score_threshold": s.search_min_score,
+                            "min_score_threshold": min_score,
                             "truncation": {
                                 "secondary_max_chars": s.search_secondary_max_chars,
                                 "secondary_keep_ratio": s.search_secondary_keep_ratio,

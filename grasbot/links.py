@@ -33,7 +33,7 @@ from urllib.parse import unquote
 from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, share
 
 _share = _STR_CACHE.setdefault
-from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution, Span
+from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution
 
 __all__ = [
     "parse_body",
@@ -580,6 +580,29 @@ class Resolver:
         if len(cands) > 1 and not exact:
             return Resolution(link, LinkStatus.AMBIGUOUS, path, cands)
         return Resolution(link, LinkStatus.OK, path)
+
+    def resolve_all(
+        self, links: list[Link], source: str, anchors: Callable[[str], AnchorTable | None]
+    ) -> list[Resolution]:
+        """`resolve` for every link of one note: the same answers, with the common case (a wikilink to a
+        name or path, found once, no anchor) kept free of per-link function calls."""
+        out: list[Resolution] = []
+        append = out.append
+        key_cache = _KEY_CACHE
+        found_cache = self._found
+        markdown = LinkKind.MARKDOWN
+        ok = LinkStatus.OK
+        for link in links:
+            target = link.target
+            if target and link.anchor is None and link.kind is not markdown:
+                key = key_cache.get(target)
+                if key is not None and key[:1] not in "/." and not key.startswith("../"):
+                    found = found_cache.get(key)
+                    if found is not None and len(found[0]) == 1:
+                        append(Resolution(link, ok, found[0][0]))
+                        continue
+            append(self.resolve(link, source, anchors))
+        return out
 
 
 def _insert(items: list[str], path: str) -> None:

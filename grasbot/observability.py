@@ -99,7 +99,16 @@ class Observability:
         self._client: Any | None = None
         self._provider: Any | None = None
         if not self.enabled:
-            log.info("Langfuse disabled: LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_BASE_URL are not all set")
+            missing = [
+                name
+                for name, value in (
+                    ("LANGFUSE_PUBLIC_KEY", settings.langfuse_public_key),
+                    ("LANGFUSE_SECRET_KEY", settings.langfuse_secret_key),
+                    ("LANGFUSE_BASE_URL", settings.langfuse_base_url),
+                )
+                if not value
+            ]
+            log.info("Langfuse disabled, missing: %s", ", ".join(missing))
             return
         try:
             from langfuse import Langfuse

@@ -13,9 +13,11 @@ bodies that do enter.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from grasbot.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
 from grasbot.memory import Turn
@@ -127,22 +129,27 @@ _MDLINK = re.compile(r"!?\[([^\[\]]*)\]\(<?([^()<>]*)>?\)")
 
 def _link_name(target: str) -> str:
     """The comparable name of a link target: no anchor, no folder, no `.md`, case-folded."""
-    target = target.split("#", 1)[0].strip().replace("%20", " ")
+    target = unquote(target.split("#", 1)[0].strip())
     target = target.rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
-    return target.casefold()
+    return fold_name(target)
+
+
+def fold_name(name: str) -> str:
+    """Obsidian compares names NFC-normalised and case-insensitively."""
+    return unicodedata.normalize("NFC", name).casefold()
 
 
 def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
-    """Case-folded names (file stem, slug, id, title) under which a hidden note could be linked."""
+    """Folded names (file stem, slug, id) under which a hidden note could be linked."""
     names: set[str] = set()
     for note in notes:
         if is_servable(note):
             continue
         for name in (note.stem, note.slug, note.id):
             if name:
-                names.add(name.casefold())
+                names.add(fold_name(name))
     return frozenset(names)
 
 

@@ -3,12 +3,13 @@
 How a question is scored (DESIGN §6 gives the original; this is the same family of signals, reworked
 where the original was known to fail):
 
-- **Field-weighted BM25 (BM25F)** over title, aliases, slug, answers, domains/tags and body, every field
-  through the same French tokenizer (accents folded, stemmed). It is the backbone: it alone ranks a vault
+- **Field-weighted BM25 (BM25F)** over title, aliases, slug, answers, domains/tags, headings and body,
+  every field through the same French tokenizer (accents folded, stemmed). It is the backbone: it alone ranks a vault
   without GrasBot fields (Obsidian's help vault). Shown as `bm25:<points>`, normalised so the best note of
   the question gets `BM25_POINTS`.
 - **Phrase signals** from the frontmatter: an alias, the whole title or every slug token present in the
-  question (`alias:<alias>`, `title`, `slug`), a `domains`/`tags` label present (`domain:ia`, `tag:x`).
+  question (`alias:<alias>`, `title`, `slug`), part of the title (`title-partial`), a `domains`/`tags`
+  label present (`domain:ia`, `tag:x`).
   Each is worth its constant × the share of the question's *informative mass* it covers (sum of the IDF
   of the question's tokens): an alias such as `42`, held by many notes and made of a common token, no
   longer outweighs the subject of the question. An alias held by k notes names none of them: ÷ k.
@@ -20,9 +21,13 @@ where the original was known to fail):
   direct notes is lifted to `GRAPH_SHARE` of that seed's score when it scored less (`graph-from:<seed>`),
   capped strictly below every note that really matches the question (covers at least half of its
   informative mass): the graph lifts a neighbour past weak matches, never past its seed or a real match.
-- **grounded**: true when the best direct note covers enough of the question's informative mass
-  (`GROUND_COVERAGE`). Tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?"
-  sharing `temps` with a note stays ungrounded. `SearchConfig.min_score` adds a plain score floor.
+- **Spelling**: a question token the vault has never seen is matched to the most frequent index term one
+  edit away (or that it begins), for ranking only, at half weight (`stats["corrected"]`).
+- **grounded**: the evidence of the best direct note, its BM25F score as a share of the score of an ideal
+  note holding every question token strongly, must reach `GROUND_EVIDENCE`. Each token weighs its IDF and
+  tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?" sharing `temps` with a
+  note's body stays ungrounded, and a body-only single mention counts little. `SearchConfig.min_score`
+  adds a plain score floor on top.
 
 Private notes (any `visibility` but `public`) are never indexed. Notes with a problem: unreadable, binary
 or empty files are skipped; a note whose frontmatter does not parse is *degraded* (indexed from its file
@@ -30,13 +35,15 @@ name and body only, no frontmatter signal), unless its raw frontmatter mentions 
 `visibility`, in which case it is skipped (fail closed: we cannot tell it is public). A plain Markdown
 note without frontmatter is a normal note of an Obsidian vault and is indexed fully.
 
-Determinism: notes are numbered in id order, every accumulation runs in a fixed order, ties are broken by
-id; nothing depends on set or dict order of hashed keys, the hash seed or the file order.
+Determinism: notes are numbered in id order, every accumulation runs in a fixed order (question tokens
+sorted), ties are broken by id; nothing depends on set order, the hash seed or the file order, and an
+index brought up to date by `update` answers exactly as a fresh `build` of the same vault.
 """
 
 from __future__ import annotations
 
 import bisect
+import gc
 import math
 import re
 import time
@@ -47,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from grasbot.notes import Note
-from grasbot.tokenize import count_tokens, tokenize, tokenize_short
+from grasbot.tokenize import raw_tokens, raw_words, tokenize, tokenize_short
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -78,7 +85,8 @@ MOC_POINTS = 1.0
 GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
-CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking, nothing in grounding
+CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking ...
+CORRECTION_EVIDENCE = 0.0  # ... and nothing as evidence that the vault covers the question
 FUZZY_MIN = 5  # shortest question token that spelling correction looks at (shorter: too many neighbours)
 FUZZY_PREFIX_MIN = 6  # shortest token completed as the beginning of an index term
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
@@ -187,7 +195,50 @@ def _counts(texts: list[str]) -> dict[str, int]:
     return out
 
 
-def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
+class _BodyCounter:
+    """Counts a body's terms as vocabulary ids, through a cache from raw word to term id.
+
+    A pure function of the text (raw word -> tokens never changes); the cache only saves the per-word
+    Python work that dominates indexing a large vault: a body becomes one list of cached lookups and one
+    `np.unique`."""
+
+    __slots__ = ("vocab", "single", "multi")
+
+    def __init__(self, vocab: dict[str, int]) -> None:
+        self.vocab = vocab
+        self.single: dict[bytes, int] = {}  # raw word -> term id; -1: stop word; -2: several tokens
+        self.multi: dict[bytes, tuple[int, ...]] = {}
+
+    def _learn(self, raw: bytes) -> int:
+        tokens = raw_tokens(raw)
+        intern = self.vocab.setdefault
+        if len(tokens) == 1:
+            tid = intern(tokens[0], len(self.vocab))
+        elif not tokens:
+            tid = -1
+        else:
+            tid = -2
+            self.multi[raw] = tuple(intern(t, len(self.vocab)) for t in tokens)
+        if len(self.single) < 2_000_000:
+            self.single[raw] = tid
+        return tid
+
+    def count(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        words = raw_words(text)
+        get = self.single.get
+        ids = [get(w, -3) for w in words]
+        if -3 in ids:
+            ids = [i if i != -3 else self._learn(w) for i, w in zip(ids, words)]
+        arr = np.asarray(ids, dtype=np.int64)
+        if -2 in ids:
+            extra = [t for w, i in zip(words, ids) if i == -2 for t in self.multi[w]]
+            arr = np.concatenate([arr, np.asarray(extra, dtype=np.int64)])
+        arr = arr[arr >= 0]
+        terms, counts = np.unique(arr, return_counts=True)
+        return terms.astype(np.int32), counts.astype(np.int32)
+
+
+def _read_doc(note: Note, full: bool, vocab: dict[str, int], body_counter: _BodyCounter) -> _Doc:
     title = note.title if full else note.stem
     slug = (note.slug or "") if full else ""
     aliases = note.aliases if full else []
@@ -201,7 +252,6 @@ def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
         _counts(answers),
         _counts(domains + tags),
         _counts(_headings(note)),
-        count_tokens(note.body),
     ]
     phrases: list[_Phrase] = []
     seen: set[tuple[int, tuple[str, ...]]] = set()
@@ -232,14 +282,15 @@ def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
             tids.extend([intern(t, len(vocab)) for t in tf])
             tfield.extend([f] * len(tf))
             tcount.extend(tf.values())
+    body_terms, body_counts = body_counter.count(note.body)
     ph_tids = [intern(t, len(vocab)) for p in phrases for t in p.tokens]
     return _Doc(
         note=note,
         id=note_id(note),
         key=(note.path, note.digest or str(len(note.text))),
-        tids=np.asarray(tids, dtype=np.int32),
-        tfield=np.asarray(tfield, dtype=np.int8),
-        tcount=np.asarray(tcount, dtype=np.int32),
+        tids=np.concatenate([np.asarray(tids, dtype=np.int32), body_terms]),
+        tfield=np.concatenate([np.asarray(tfield, dtype=np.int8), np.full(body_terms.size, _BODY, dtype=np.int8)]),
+        tcount=np.concatenate([np.asarray(tcount, dtype=np.int32), body_counts]),
         phrases=phrases,
         ph_tids=np.asarray(ph_tids, dtype=np.int32),
         priority=note.priority if full else None,
@@ -297,6 +348,7 @@ class SearchIndex:
         self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
         self._sorted_terms: list[tuple[str, int]] = []
         self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on rebuild
+        self._body_counter = _BodyCounter(self._vocab)
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -327,6 +379,17 @@ class SearchIndex:
         return [d.id for d in self._docs]
 
     def _rebuild(self, vault: Vault) -> None:
+        # Building allocates many small objects and frees few: the cyclic GC would rescan the vault's
+        # large heap again and again for nothing (superlinear on 50k notes).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._rebuild_now(vault)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _rebuild_now(self, vault: Vault) -> None:
         docs: list[_Doc] = []
         cache: dict[str, _Doc] = {}
         for path in sorted(vault.notes):
@@ -336,7 +399,7 @@ class SearchIndex:
                 continue
             doc = self._cache.get(path)
             if doc is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
-                doc = _read_doc(note, mode is True, self._vocab)
+                doc = _read_doc(note, mode is True, self._vocab, self._body_counter)
             else:
                 doc.note = note
                 doc.id = note_id(note)  # a new same-named file elsewhere can change a note's id
@@ -526,7 +589,7 @@ class SearchIndex:
                 w = np.concatenate([self._p_w[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
             if corrected:
                 scale = np.repeat(factor, lengths)
-                true_w = np.where(scale == 1.0, w, 0.0)
+                true_w = np.where(scale == 1.0, w, w * CORRECTION_EVIDENCE)
                 evidence_bm25 = np.bincount(doc_ids, weights=true_w, minlength=n)
                 w = w * scale
                 covered = np.bincount(doc_ids, weights=np.repeat(np.where(factor == 1.0, idf_known, 0.0), lengths), minlength=n)

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "count_tokens", "fold", "stem", "tokenize", "tokenize_short", "words"]
+__all__ = ["STOP_WORDS", "count_tokens", "fold", "raw_tokens", "raw_words", "stem", "tokenize", "tokenize_short", "words"]
 
 _CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
 _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
@@ -104,9 +104,9 @@ def stem(word: str) -> str:
 
 def _prepare(text: str) -> str:
     text = text.lower()
-    if "+" in text:
+    if "c+" in text or "c +" in text:
         text = _CPP.sub(" cpp ", text)
-    if "#" in text and "c" in text:
+    if "c#" in text or "c #" in text:
         text = _CSHARP.sub(" csharp ", text)
     if "c'" in text or "c’" in text or "cʼ" in text:
         if len(text) < 200:
@@ -171,6 +171,18 @@ def tokenize(text: str) -> list[str]:
             found = _raw_tokens(raw)
         out.extend(found)
     return out
+
+
+def raw_words(text: str) -> list[bytes]:
+    """The raw words of `text` (lowercased UTF-8 bytes, ASCII punctuation removed), before stop words and
+    stemming: `raw_tokens` maps each to its tokens. For callers that cache per raw word themselves."""
+    return _prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split()
+
+
+def raw_tokens(raw: bytes) -> tuple[str, ...]:
+    """The tokens of one raw word from `raw_words` (usually one, none for a stop word)."""
+    found = _RAW.get(raw)
+    return found if found is not None else _raw_tokens(raw)
 
 
 def count_tokens(text: str) -> dict[str, int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grasbot.frontmatter import parse_bytes
-from grasbot.links import AnchorTable, Resolver, frontmatter_links, link_key, name_key, parse_body
+from grasbot.links import _LINK_KEY_CACHE, AnchorTable, Resolver, frontmatter_links, link_key, name_key, parse_body
 from grasbot.notes import LinkStatus, Note, Problem, Resolution
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
@@ -91,10 +91,10 @@ class Vault:
         self.problems = []
         self._resolver = Resolver()
         self._res: dict[str, list[Resolution]] = {}
-        self._out: dict[str, set[str]] = {}
+        self._out: dict[str, tuple[str, ...]] = {}
         self._in: dict[str, set[str]] = {}
         self._dependents: dict[str, set[str]] = {}  # link key -> notes whose links use it
-        self._src_keys: dict[str, frozenset[str]] = {}  # note -> the keys it is registered under
+        self._src_keys: dict[str, tuple[str, ...]] = {}  # note -> the keys it is registered under
         self._anchors: dict[str, AnchorTable] = {}
         self._ids: dict[str, str] = {}  # id -> path
         self._slug_groups: dict[str, set[str]] = {}
@@ -335,27 +335,27 @@ class Vault:
         return table
 
     def _resolve_note(self, note: Note) -> list[Resolution]:
-        resolve = self._resolver.resolve
-        anchors = self._anchor_table
-        path = note.path
-        return [resolve(link, path, anchors) for link in note.links]
+        return self._resolver.resolve_all(note.links, note.path, self._anchor_table)
 
     def _set_resolutions(self, path: str, resolutions: list[Resolution]) -> None:
         """Record `path`'s resolutions and bring the graph and the reverse index in line with them."""
         self._res[path] = resolutions
         out: set[str] = set()
         keys: set[str] = set()
+        key_cache = _LINK_KEY_CACHE
+        broken = LinkStatus.BROKEN
         for res in resolutions:
             target = res.link.target
             if target:
-                keys.add(link_key(target))
-                if res.status is LinkStatus.BROKEN:
+                key = key_cache.get(target)
+                keys.add(key if key is not None else link_key(target))
+                if res.status is broken:
                     keys.add(_ALIAS + name_key(target.strip()))
             tp = res.target_path
             if tp is not None and tp != path:
                 out.add(tp)
-        # graph edges
-        old_out = self._out.get(path, set())
+        # graph edges (stored as sorted tuples: ten times smaller than sets, and already in answer order)
+        old_out = set(self._out.get(path, ()))
         if old_out != out:
             for gone in old_out - out:
                 sources = self._in.get(gone)
@@ -366,27 +366,29 @@ class Vault:
             for new in out - old_out:
                 self._in.setdefault(new, set()).add(path)
             if out:
-                self._out[path] = out
+                self._out[path] = tuple(sorted(out))
             else:
                 self._out.pop(path, None)
         # reverse index
-        frozen = frozenset(keys)
-        old_keys = self._src_keys.get(path, frozenset())
-        if old_keys != frozen:
+        old_keys = set(self._src_keys.get(path, ()))
+        if old_keys != keys:
             deps = self._dependents
-            for gone in old_keys - frozen:
+            for gone in old_keys - keys:
                 users = deps.get(gone)
                 if users is not None:
                     users.discard(path)
                     if not users:
                         del deps[gone]
-            for new in frozen - old_keys:
+            for new in keys - old_keys:
                 users = deps.get(new)
                 if users is None:
                     deps[new] = {path}
                 else:
                     users.add(path)
-            self._src_keys[path] = frozen
+            if keys:
+                self._src_keys[path] = tuple(keys)
+            else:
+                self._src_keys.pop(path, None)
 
     def _forget(self, path: str) -> None:
         """Drop a removed note's outgoing edges and reverse-index entries."""
@@ -425,7 +427,7 @@ class Vault:
 
     def outgoing(self, path: str) -> list[str]:
         """Paths of notes/files this note links to (resolved links only), sorted, unique."""
-        return sorted(self._out.get(path, ()))
+        return list(self._out.get(path, ()))
 
     def incoming(self, path: str) -> list[str]:
         """Paths of notes that link to this one (backlinks), sorted, unique."""
@@ -470,10 +472,17 @@ class Vault:
                 return True
         return False
 
+    def _drop_problems(self, rel: str) -> None:
+        """Forget the vault-level problems recorded for `rel` (or under it): it is being read again."""
+        if self.problems:
+            prefix = rel.rstrip("/") + "/"
+            self.problems = [p for p in self.problems if p.path != rel and not p.path.startswith(prefix)]
+
     def update_file(self, path: str | Path) -> LinkChange:
         """Re-read one file (created or modified), without re-reading the rest of the vault."""
         rel = self._relpath(path)
         full = self.root / rel
+        self._drop_problems(rel)
         if self._is_excluded_path(rel):
             return self.remove_file(rel) if (rel in self.notes or rel in self.files) else LinkChange()
         if full.is_dir():
@@ -544,6 +553,7 @@ class Vault:
     def remove_file(self, path: str | Path) -> LinkChange:
         """Forget one file (deleted, or moved out of the vault) or every file under a deleted folder."""
         rel = self._relpath(path)
+        self._drop_problems(rel)
         if rel in self.files:
             self.files.discard(rel)
             self._resolver.remove(rel)

@@ -160,3 +160,47 @@ def test_taxonomy_option_and_lookup_above_the_vault(capsys, tmp_path):
     assert "unknown-domain" not in {d["rule"] for d in json.loads(out)["diagnostics"]}
     code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json", "--taxonomy", str(tmp_path / "elsewhere.md"))
     assert "unknown-domain" in {d["rule"] for d in json.loads(out)["diagnostics"]}
+
+
+def test_internal_error_is_one_line_and_exit_2(capsys, monkeypatch):
+    import vaulttools.lint as lint_api
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(lint_api, "lint_vault", boom)
+    code, out, err = lint_cli(capsys, str(TAXO_VAULT), "--no-cache")
+    assert code == 2 and out == ""
+    assert "internal error: RuntimeError: kaboom" in err and "Traceback" not in err
+
+
+def test_progress_bar_only_on_a_terminal_for_large_vaults(monkeypatch):
+    import io
+
+    from vaulttools.commands import lint as command
+
+    update, stop = command._progress(10_000)  # stderr is not a terminal under pytest
+    assert update is None
+    stop()
+
+    class FakeTTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    fake = FakeTTY()
+    monkeypatch.setattr(command.sys, "stderr", fake)
+    update, stop = command._progress(command.PROGRESS_MIN_NOTES - 1)
+    assert update is None
+    update, stop = command._progress(10_000)
+    assert update is not None
+    update(5_000, 10_000)
+    stop()
+
+
+def test_json_rows_are_exactly_json_dumps_of_each_diagnostic(result):
+    text = render(result, "json")
+    data = json.loads(text)
+    assert data["diagnostics"] == [d.to_dict() for d in result.diagnostics]
+    odd = Diagnostic('we"ird\\path\n.md', 1, 2, 3, 4, "broken-link", Severity.WARNING, "tab\there \u00e9 \x01 \u2028")
+    res = LintResult(root=Path("/v"), notes=1, diagnostics=[odd])
+    assert json.loads(render(res, "json"))["diagnostics"] == [odd.to_dict()]

@@ -219,3 +219,37 @@ def test_think_filter_is_independent_of_how_the_text_is_cut(text: str, expected:
     f = ThinkFilter()
     out = "".join(f.feed(ch) for ch in text) + f.finish()
     assert out.strip() == expected
+
+
+# -- the fake itself speaks Ollama's protocol -------------------------------------------------------
+def test_fake_ollama_protocol(fake_ollama: FakeOllama) -> None:
+    import json
+
+    import httpx
+    import ollama
+
+    client = ollama.Client(host=fake_ollama.url)
+    assert [m.model for m in client.list().models] == ["qwen3:8b"]
+    with httpx.Client(base_url=fake_ollama.url, timeout=5, trust_env=False) as http:
+        assert http.get("/api/version").json()["version"]
+        r = http.post("/api/chat", json={"model": "inconnu:1b", "messages": []})
+        assert r.status_code == 404 and r.json() == {"error": "model 'inconnu:1b' not found"}
+        fake_ollama.script(reply="Bonjour à vous.")
+        body = http.post("/api/chat", json={"model": "qwen3:8b", "messages": [{"role": "user", "content": "Salut"}], "stream": False}).json()
+        assert body["message"] == {"role": "assistant", "content": "Bonjour à vous."}
+        assert body["done"] is True and body["done_reason"] == "stop"
+        for key in ("model", "created_at", "total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration"):
+            assert key in body, key
+        with http.stream("POST", "/api/chat", json={"model": "qwen3:8b", "messages": []}) as r:
+            assert r.headers["content-type"] == "application/x-ndjson"
+            assert r.headers["transfer-encoding"] == "chunked"
+            lines = [json.loads(line) for line in r.iter_lines() if line]
+        assert "".join(line["message"]["content"] for line in lines) == "Bonjour à vous."
+        assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
+        assert lines[-1]["eval_count"] == len(lines) - 1
+        fake_ollama.script(reply="un deux", error_mid_stream="boom")
+        with http.stream("POST", "/api/chat", json={"model": "qwen3:8b", "messages": []}) as r:
+            lines = [json.loads(line) for line in r.iter_lines() if line]
+        assert lines[-1] == {"error": "boom"} and lines[0]["message"]["content"] == "un"
+    recorded = fake_ollama.chat_requests()
+    assert recorded[1]["messages"] == [{"role": "user", "content": "Salut"}]

@@ -342,3 +342,14 @@ def test_updates_ignore_excluded_paths_and_turn_bad_files_into_problems(links_va
     vault.update_file("Projects/beta.md")
     assert {p.code for p in vault.notes["Projects/beta.md"].problems} == {"yaml-error", "not-utf8"}
     _same_as_fresh(vault)
+
+
+def test_vault_problems_are_refreshed_by_updates(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "later.md", tmp_path / "link.md")  # dangling for now
+    vault = Vault.load(tmp_path)
+    assert [p.path for p in vault.problems] == ["link.md"]
+    _write(tmp_path, "later.md", "---\ntitle: later\n---\n")
+    vault.update_file("later.md")
+    vault.update_file("link.md")  # the link now points at a real note
+    assert vault.problems == []
+    assert set(vault.notes) == {"later.md", "link.md"}

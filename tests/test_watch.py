@@ -392,3 +392,31 @@ def test_real_command_in_a_subprocess(sample_vault_copy: Path, api: FakeApi) -> 
     assert "Traceback" not in err
     assert any("stopped after" in line and "2 changes checked" in line and "2 reloads sent (2 ok)" in line for line in tail)
     assert len(api.calls) == 2
+
+
+def test_watch_live_is_the_reusable_wiring(sample_vault_copy: Path) -> None:
+    """What the TUI uses: a LiveVault kept current by a watcher, deltas delivered on the worker thread."""
+    from vaulttools.live import LiveVault
+    from vaulttools.watcher import watch_live
+
+    live = LiveVault.load(sample_vault_copy)
+    deltas: list = []
+    got = threading.Event()
+
+    def on_delta(delta, batch) -> None:
+        deltas.append((delta, batch, threading.current_thread().name))
+        got.set()
+
+    watcher = watch_live(live, on_delta, quiet=0.05)
+    watcher.start()
+    try:
+        path = next(p for p, n in live.vault.notes.items() if n.domains and not live.diagnostics(p))
+        file = live.root / path
+        file.write_text(set_domains(file.read_text(encoding="utf-8"), [UNKNOWN]), encoding="utf-8")
+        assert got.wait(10)
+        delta, batch, thread = deltas[0]
+        assert batch.paths == (path,) and thread == "vault-debouncer"
+        assert [d.rule for d in delta.new] == ["unknown-domain"]
+        assert [d.rule for d in live.diagnostics(path)] == ["unknown-domain"]  # readers see the new state
+    finally:
+        watcher.stop()

@@ -25,7 +25,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,7 @@ class LiveVault:
         self._carry = set()
         unsettled: list[str] = []
         read_failures: dict[str, str] = {}
+        cleared: set[str] = set()
         merged = LinkChange()
         folders: list[str] = []  # folders in this batch: their files are re-read by the folder's walk
         for rel in paths:
@@ -368,6 +369,8 @@ class LiveVault:
                 self._carry |= change.relinked
                 continue
             self._settle_tries.pop(rel, None)
+            if rel not in read_failures and rel in self._diags and rel not in vault.notes:
+                cleared.add(rel)  # a file flagged unreadable earlier, now gone or no longer a note
             touched |= change.changed
             relinked |= change.relinked
             merged.changed |= change.changed
@@ -409,15 +412,13 @@ class LiveVault:
                 scope.add(p)
         scope -= unsettled_set
 
-        gone = (removed | {p for p in self._diags if p not in present and p in touched}) - unsettled_set
+        gone = (removed | cleared | {p for p in self._diags if p not in present and p in touched}) - unsettled_set
         affected = scope | gone | set(read_failures)
         before = {p: list(self._diags.get(p, ())) for p in affected}
 
         if taxonomy_hit:
             self._reload_taxonomy()
             before = self._all_diags()
-            for p in gone:
-                self._diags.pop(p, None)
             self._diags = {}
             self._store(self._lint_all())
         else:

@@ -360,6 +360,10 @@ class _Handler:
     def __init__(self, watcher: VaultWatcher) -> None:
         self._watcher = watcher
         self._touch = watcher.debouncer.touch
+        # Only inotify reports when a writer closes a file; elsewhere (polling, FSEvents, Windows) a
+        # "modified" would hold the batch for max_hold every time. There, the stat check of
+        # `LiveVault.apply` (size/mtime changing while read) catches half-written notes instead.
+        self._closes = _reports_closes(watcher)
 
     def dispatch(self, event: Any) -> None:
         try:
@@ -385,13 +389,24 @@ class _Handler:
             self._accept(rel, writing=False if kind == "deleted" else None)
         elif is_markdown(rel):  # an attachment's content does not change any link's status
             if kind == "modified":
-                self._touch(rel, writing=True)
+                self._touch(rel, writing=True if self._closes else None)
             elif kind == "closed":
                 self._touch(rel, writing=False)
 
     def _accept(self, rel: str | None, *, writing: bool | None) -> None:
         if rel and (rel.startswith("../") or not self._watcher._ignore(rel)):
             self._touch(rel, writing=writing)
+
+
+def _reports_closes(watcher: VaultWatcher) -> bool:
+    if watcher._poll:
+        return False
+    try:
+        from watchdog.observers import Observer
+        from watchdog.observers.inotify import InotifyObserver
+    except ImportError:  # not Linux
+        return False
+    return Observer is InotifyObserver
 
 
 def _explain_os_error(exc: OSError, root: Path) -> str:

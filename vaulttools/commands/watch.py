@@ -18,8 +18,10 @@ Text lines look like lint's, with the time and what happened in front::
   diagnostic, in lint's JSON shape);
 - ``{"event": "change", "time", "changed", "added", "removed", "moved": [[old, new]...], "relinked",
   "files_added", "files_removed", "taxonomy_reloaded", "taxonomy_error", "new": [diagnostic...],
-  "fixed": [diagnostic...], "summary": {"error", "warning"}, "elapsed_ms", "latency_ms"}``: one burst
-  (paths are vault-relative; `latency_ms` counts from the burst's first file-system event);
+  "fixed": [diagnostic...], "updated": [{"old": diagnostic, "new": diagnostic}...], "summary":
+  {"error", "warning"}, "elapsed_ms", "latency_ms"}``: one burst (paths are vault-relative; `updated` is
+  one problem, same note, rule and place, whose message changed; `latency_ms` counts from the burst's
+  first file-system event);
 - ``{"event": "reload", "time", "status": "ok"|"recovered"|"down", "ok", "kind", "http_status",
   "result", "error", "retry_in", "elapsed_ms", "summary"}``: the push after a burst (`down` once per
   outage, then silence until `recovered`);
@@ -64,6 +66,12 @@ MAX_LINES = 40
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (
+        "After a full check, prints only what changes: new problems, fixed problems, notes created, deleted "
+        "or moved, and one line per reload pushed. --format json prints one object per line with an "
+        "\"event\" of start, change, reload, error or stop (shapes: `python -m pydoc "
+        "vaulttools.commands.watch`). Ctrl-C stops with a summary."
+    )
     add_vault_arguments(parser)
     add_api_arguments(parser)
     parser.add_argument("--no-reload", action="store_true", help="do not push /reload-vault")
@@ -105,8 +113,21 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def _diag_text(d: Diagnostic) -> str:
-    return f"{d.path}:{d.line}:{d.column}: {d.severity} {d.rule} {d.message}"
+def _split_move(old: str, new: str) -> tuple[str, str] | None:
+    """("a/b", "a/c") for a note moved from a/b/x.md to a/c/x.md (same path below the folder), else None."""
+    old_parts, new_parts = old.split("/"), new.split("/")
+    common = 0
+    while common < min(len(old_parts), len(new_parts)) and old_parts[-1 - common] == new_parts[-1 - common]:
+        common += 1
+    if common == 0 or common >= len(old_parts) or common >= len(new_parts):
+        return None
+    return "/".join(old_parts[:-common]), "/".join(new_parts[:-common])
+
+
+def _folder_moves(moved: Sequence[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    """Folders renamed or moved as a whole: (old folder, new folder, notes), for two notes or more."""
+    groups = Counter(pair for pair in (_split_move(o, n) for o, n in moved) if pair is not None)
+    return sorted((old, new, n) for (old, new), n in groups.items() if n >= 2)
 
 
 @dataclass(slots=True)
@@ -209,6 +230,7 @@ class Reporter:
                 "files_added": list(delta.files_added), "files_removed": list(delta.files_removed),
                 "taxonomy_reloaded": delta.taxonomy_reloaded, "taxonomy_error": live.taxonomy_error,
                 "new": [d.to_dict() for d in delta.new], "fixed": [d.to_dict() for d in delta.fixed],
+                "updated": [{"old": old.to_dict(), "new": new.to_dict()} for old, new in delta.updated],
                 "summary": counts, "elapsed_ms": round(delta.elapsed_ms, 1),
                 "latency_ms": round((time.monotonic() - batch.first_event) * 1000, 1),
             })  # fmt: skip
@@ -230,7 +252,12 @@ class Reporter:
                 lines.append([(t, "dim"), (f"{tax} not usable: {live.taxonomy_error}", "red")])
             else:
                 lines.append([(t, "dim"), (f"{tax} reloaded: every note re-checked", "cyan")])
-        capped(delta.moved, lambda m: [(t, "dim"), ("moved  ", "cyan"), (f"{m[0]} → {m[1]}", "")], "moves")
+        folder_moves = _folder_moves(delta.moved)
+        for old_dir, new_dir, count in folder_moves:
+            lines.append([(t, "dim"), ("moved  ", "cyan"), (f"{old_dir}/ → {new_dir}/", ""), (f" ({count} notes)", "dim")])
+        grouped = {(old, new) for old, new, _ in folder_moves}
+        singles = [m for m in delta.moved if _split_move(*m) not in grouped]
+        capped(singles, lambda m: [(t, "dim"), ("moved  ", "cyan"), (f"{m[0]} → {m[1]}", "")], "moves")
         capped([p for p in delta.added if p not in moved_to],
                lambda p: [(t, "dim"), ("created ", "cyan"), (p, "")], "notes created")  # fmt: skip
         capped([p for p in delta.removed if p not in moved_from],
@@ -299,6 +326,8 @@ class Reporter:
             failed = f", {stats.reloads_failed} failed" if stats.reloads_failed else ""
             reloads = f", {stats.reloads_sent} reloads sent ({stats.reloads_ok} ok{failed})"
         notes = live.note_count() if live is not None else 0
+        if reason == "interrupt" and self.console.is_terminal:
+            self._write("\n")  # the terminal echoed ^C: start the summary on a line of its own
         self._lines([[
             (_clock() + " ", "dim"), ("stopped", "bold"),
             (f" after {_duration(uptime)}: {stats.batches} changes checked{reloads}; "
@@ -370,7 +399,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
         root, handle, quiet=args.quiet_ms / 1000.0, on_error=on_error, poll=args.poll,
         extra_files=[taxonomy_file] if taxonomy_file is not None and taxonomy_file.is_file() else [],
     )  # fmt: skip
-    restore = _install_signal_handlers(stop, reason)
+    restore = _install_signal_handlers(stop, reason, ready)
     try:
         # Watch first, then read: a save that lands while the vault is being read is applied afterwards
         # instead of being lost.
@@ -404,9 +433,11 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
     return 0
 
 
-def _install_signal_handlers(stop: threading.Event, reason: list[str]) -> Any:
-    """Ctrl-C, SIGTERM and SIGHUP (terminal closed) stop cleanly; a second Ctrl-C while stopping quits at
-    once. Only possible on the main thread: elsewhere the caller stops us through `stop`."""
+def _install_signal_handlers(stop: threading.Event, reason: list[str], started: threading.Event) -> Any:
+    """Ctrl-C, SIGTERM and SIGHUP (terminal closed) stop cleanly with a summary once watching has
+    `started`; before that (the first full check of a big vault) they interrupt at once, and so does a
+    second Ctrl-C while stopping. Only possible on the main thread: elsewhere the caller stops us through
+    `stop`."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     names = {signal.SIGINT: "interrupt", signal.SIGTERM: "terminate"}
@@ -415,7 +446,7 @@ def _install_signal_handlers(stop: threading.Event, reason: list[str]) -> Any:
     previous = {}
 
     def handler(signum: int, frame: object) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
+        if not started.is_set() or (stop.is_set() and signum == signal.SIGINT):
             raise KeyboardInterrupt
         reason[0] = names.get(signum, "signal")
         stop.set()

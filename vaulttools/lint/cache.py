@@ -4,8 +4,8 @@ What it holds (one file, ``VAULT/.vaulttools_cache/lint.bin``, or under ``$VAULT
 hidden folder is read neither by Obsidian nor by the vault loader, and holds a ``.gitignore`` so it is never
 committed):
 
-- *per note*: its content digest, its note-local findings (frontmatter, vocabulary, slug-mismatch), its final
-  findings after the whole run, and its *exports*: what other notes' findings depend on (headings, block
+- *per note*: its content digest, its findings after the whole run (the note-local ones, from the frontmatter
+  and vocabulary rules, are reused by a full run for every note whose digest is unchanged), and its *exports*: what other notes' findings depend on (headings, block
   ids, slug, aliases, visibility);
 - *per file* of the vault folder: modification time and size.
 
@@ -36,6 +36,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from grasbot.notes import Heading, Note, Resolution
@@ -62,10 +63,17 @@ def _encode(diag: Diagnostic) -> tuple:
     return (diag.line, diag.column, diag.end_line, diag.end_column, diag.rule, diag.severity.value, diag.message, fix)
 
 
+_SEVERITY = {s.value: s for s in Severity}
+
+#: Rules whose findings depend on other notes (the rest depend on the note, the taxonomy and the day only).
+CROSS_NOTE_RULES = frozenset({"slug-duplicate", "alias-duplicate", "broken-link", "broken-anchor", "ambiguous-link",
+                              "private-link", "answer-not-retrieved"})
+
+
 def _decode(path: str, row: tuple) -> Diagnostic:
     line, column, end_line, end_column, rule, severity, message, fix = row
     decoded_fix = Fix(fix[0], tuple(Edit(*edit) for edit in fix[1])) if fix is not None else None
-    return Diagnostic(path, line, column, end_line, end_column, rule, Severity(severity), message, decoded_fix)
+    return Diagnostic(path, line, column, end_line, end_column, rule, _SEVERITY[severity], message, decoded_fix)
 
 
 def exports(note: Note) -> tuple:
@@ -78,7 +86,8 @@ def exports(note: Note) -> tuple:
         tuple((h.text, h.level) for h in note.headings),
         tuple(sorted(note.block_ids)),
         slug if isinstance(slug, str) else None,
-        tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list) else (aliases if isinstance(aliases, str) else None),
+        tuple(a if isinstance(a, (str, int, float)) else repr(a) for a in aliases) if isinstance(aliases, list)
+        else (aliases if isinstance(aliases, str) else None),
         visibility if isinstance(visibility, str) else (None if visibility is None else repr(visibility)),
         note.is_private,
     )
@@ -112,42 +121,96 @@ def _walk(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+class _StandIns(Mapping):
+    """Path -> note: the changed notes as read, every other one built from its stored exports on first use."""
+
+    def __init__(self, stored: dict[str, tuple], changed: dict[str, Note]) -> None:
+        self.stored = stored
+        self.changed = changed
+        self.built: dict[str, Note] = {}
+
+    def __getitem__(self, path: str) -> Note:
+        note = self.changed.get(path) or self.built.get(path)
+        if note is None:
+            note = self.built[path] = _stand_in(path, self.stored[path][1])
+        return note
+
+    def __iter__(self):
+        return iter(self.stored)
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.stored
+
+
 class _CachedVault:
     """Just enough of `grasbot.vault.Vault` for the link and slug rules to check a few changed notes against
-    the stored state of all the others (same resolver, same anchor tables)."""
+    the stored state of all the others (the engine's own resolver and anchor tables)."""
 
-    def __init__(self, root: Path, notes: dict[str, Note], files: list[str]) -> None:
-        from grasbot.links import Resolver
-
+    def __init__(self, root: Path, stored: dict[str, tuple], changed: dict[str, Note], files: list[str]) -> None:
         self.root = root
-        self.notes = notes
+        self.notes = _StandIns(stored, changed)
         self.files = set(files)
         self.problems: list = []
-        resolver = Resolver()
-        for path, note in notes.items():
-            resolver.add(path, True)
-            aliases = note.aliases
-            if aliases:
-                resolver.add_aliases(path, aliases)
-        for path in files:
-            resolver.add(path, False)
-        self._resolver = resolver
+        self._stored = stored
+        self._resolver = None
+        self._with_aliases = False
         self._anchors: dict[str, Any] = {}
+
+    def identity_rows(self) -> list[tuple]:
+        rows = []
+        for path, entry in self._stored.items():
+            note = self.notes.changed.get(path)
+            ex = exports(note) if note is not None else entry[1]
+            from vaulttools.lint.rules.slugs import _alias_strings
+
+            rows.append((path, ex[2], _alias_strings(ex[3]), ex[5]))
+        return rows
+
+    def _get_resolver(self, aliases: bool):
+        from grasbot.links import Resolver
+
+        if self._resolver is None:
+            resolver = Resolver()
+            for path in self._stored:
+                resolver.add(path, True)
+            for path in sorted(self.files):
+                resolver.add(path, False)
+            self._resolver = resolver
+        if aliases and not self._with_aliases:
+            # only needed to name the likely target of a broken link: added on the first broken one
+            for path, entry in self._stored.items():
+                found = entry[1][3]
+                if isinstance(found, tuple) and found:
+                    self._resolver.add_aliases(path, [str(a) for a in found if isinstance(a, (str, int, float))
+                                                      and not isinstance(a, bool)])
+            self._with_aliases = True
+        return self._resolver
 
     def _anchor_table(self, path: str):
         from grasbot.links import AnchorTable
 
         table = self._anchors.get(path)
         if table is None:
-            note = self.notes.get(path)
-            if note is None:
+            if path not in self.notes:
                 return None
+            note = self.notes[path]
             table = self._anchors[path] = AnchorTable(note.headings, note.block_ids)
         return table
 
     def resolutions(self, path: str) -> list[Resolution]:
+        from grasbot.notes import LinkStatus
+
         note = self.notes[path]
-        return [self._resolver.resolve(link, path, self._anchor_table) for link in note.links]
+        out = []
+        for link in note.links:
+            res = self._get_resolver(False).resolve(link, path, self._anchor_table)
+            if res.status is LinkStatus.BROKEN:
+                res = self._get_resolver(True).resolve(link, path, self._anchor_table)
+            out.append(res)
+        return out
 
 
 def _stand_in(path: str, ex: tuple) -> Note:
@@ -170,9 +233,7 @@ class LintCache:
         self.file = file
         self.key = key
         self.root = root
-        self.local: dict[str, tuple[str, tuple]] = {}  # path -> (digest, note-local findings)
         self.snapshot: dict[str, Any] | None = None
-        self.used: set[str] = set()
         self.dirty = False
         self.hits = 0
         self.misses = 0
@@ -195,7 +256,6 @@ class LintCache:
         try:
             data = marshal.loads(cache.file.read_bytes())
             if isinstance(data, dict) and data.get("key") == key:
-                cache.local = data.get("local", {})
                 cache.snapshot = data.get("snapshot")
         except (OSError, ValueError, EOFError, TypeError):
             pass
@@ -203,23 +263,18 @@ class LintCache:
 
     # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
-        entry = self.local.get(note.path)
-        self.used.add(note.path)
+        """The note-local findings of `note` from the last run, if its content is the same."""
+        entry = self.snapshot["notes"].get(note.path) if self.snapshot else None
         if entry is None or entry[0] != note.digest or not note.digest:
             self.misses += 1
             return None
         self.hits += 1
-        return [_decode(note.path, row) for row in entry[1]]
+        # the stored findings are final (after select/ignore/suppression, with the same configuration):
+        # filtering them again in lint_vault gives the same list
+        return [_decode(note.path, row) for row in entry[2] if row[4] not in CROSS_NOTE_RULES]
 
     def put(self, note: Note, diagnostics: list[Diagnostic]) -> None:
-        try:
-            rows = tuple(_encode(d) for d in diagnostics)
-            marshal.dumps(rows)
-        except ValueError:  # a fix holding a value marshal cannot store: do not cache this note
-            return
-        self.local[note.path] = (note.digest, rows)
-        self.used.add(note.path)
-        self.dirty = True
+        """Nothing to do: `record` stores every note's findings at the end of the run."""
 
     # -- whole results -------------------------------------------------------------------------------
     def record(self, vault: Any, result: Any, answers_checked: bool) -> None:
@@ -298,16 +353,12 @@ class LintCache:
 
         snap = self.snapshot
         assert snap is not None
-        notes: dict[str, Note] = {}
-        for path, entry in snap["notes"].items():
-            notes[path] = changed.get(path) or _stand_in(path, entry[1])
-        vault = _CachedVault(self.root.resolve(), notes, snap["files"])
+        vault = _CachedVault(self.root.resolve(), snap["notes"], changed, snap["files"])
         ctx = LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today())  # type: ignore[arg-type]
         paths = sorted(p for p in changed if not config.excluded(p))
         for path in paths:
             note = changed[path]
             found = check_one_note(note, ctx)
-            self.put(note, found)
             found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
             suppressed = suppressed_rules(note)
             kept = sorted((d for d in found if _keep(d, config, suppressed)), key=lambda d: d.sort_key)
@@ -318,18 +369,16 @@ class LintCache:
         self.dirty = True
 
     def save(self) -> None:
-        """Write the cache (note-local entries of notes seen in this run only), atomically; errors are ignored."""
+        """Write the cache atomically; errors are ignored."""
         if self.file is None or not self.dirty:
             return
-        if self.used:
-            self.local = {p: e for p, e in self.local.items() if p in self.used}
         folder = self.file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
             ignore = folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# created by vaulttools lint\n*\n", encoding="utf-8")
-            data = marshal.dumps({"key": self.key, "local": self.local, "snapshot": self.snapshot})
+            data = marshal.dumps({"key": self.key, "snapshot": self.snapshot})
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lint.", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -123,7 +123,7 @@ RULES: tuple[Rule, ...] = (
         "priority-range", "vocabulary", ERROR,
         "`priority` is outside the taxonomy's range (\"Entier de 1 à 10\").",
         "Priority is a light scoring boost, (p − 5) × 0.3: out-of-range values distort rankings.",
-        "priority: 15", None,
+        "priority: 15", None, needs_taxonomy=True,
     ),
     Rule(
         "updated-date", "frontmatter", WARNING,
@@ -199,13 +199,68 @@ def get_rule(name: str) -> Rule:
     return _BY_NAME[name]
 
 
+GUIDE = """
+
+## Running it
+
+```sh
+vaulttools lint [VAULT] [--taxonomy FILE] [--format text|json|github|sarif] [--select R,..] [--ignore R,..]
+                [--fix | --diff] [--exit-zero] [--no-cache] [--output FILE]
+```
+
+Exit status: **0** no error-level finding, **1** errors found (or, with `--diff`, something to fix),
+**2** usage or internal error. `--exit-zero` always exits 0 after a report.
+
+## Suppressing a finding in one note
+
+A note turns rules off for itself with the frontmatter key `vaulttools-ignore` (a list of rule names, or
+`all`); a misspelt name is reported by `unknown-rule`:
+
+```yaml
+vaulttools-ignore: [answers-count, alias-duplicate]
+```
+
+## Configuration
+
+`[tool.vaulttools.lint]` in the nearest `pyproject.toml` at or above the vault, or `[lint]` in
+`VAULT/vaulttools.toml` (which wins); nothing is merged between the two:
+
+```toml
+[tool.vaulttools.lint]
+select = ["broken-link", "unknown-domain"]   # only these rules (default: all)
+ignore = ["alias-duplicate"]                 # never these; --ignore adds, --select replaces
+exclude = ["archive/**", "drafts"]           # notes not linted (still link targets)
+answer-top-k = 3                             # rank a note must reach for its own answers
+answer-check-limit = 2000                    # above this many questions, answer-not-retrieved runs
+                                             # only when selected explicitly
+[tool.vaulttools.lint.severity]
+alias-duplicate = "error"                    # "error", "warning" or "off"
+```
+
+## What `--fix` guarantees
+
+A fix edits only the characters of the values it names (`"#Docker"` becomes `"docker"` inside the same
+quotes, `tags: foo` becomes `tags: [foo]`, a repeated item's own line is removed, `slug: x` is inserted on a
+new line). YAML comments, key order, quoting style, indentation, line endings (LF or CRLF), a byte-order mark
+and the body are kept byte for byte; the edited frontmatter is parsed back and must hold exactly the
+intended data, or the file is left alone. Files are written atomically (temporary file in the same folder,
+then rename, file mode kept), never when they changed on disk since they were read, and a second `--fix`
+changes nothing. What cannot be fixed safely (a repeated item sharing its line with a comment, a block
+scalar where a list is expected) is reported with the reason. `--diff` shows the same changes as a unified
+diff and writes nothing.
+
+## The rules
+"""
+
+
 def render_rules_markdown() -> str:
     """The rule reference (`docs/rules.md`), generated from this table so it never drifts."""
     out = [
         "# Lint rules",
         "",
-        "<!-- Generated from vaulttools/lint/registry.py by "
-        "`python -m vaulttools.lint.registry > docs/rules.md`; do not edit by hand. -->",
+        "<!-- Generated from vaulttools/lint/registry.py by `python -c \"from vaulttools.lint.registry import "
+        "render_rules_markdown as r; print(r(), end='')\" > docs/rules.md`; do not edit by hand "
+        "(tests/test_lint_docs.py checks it). -->",
         "",
         "`vaulttools lint` checks every note of the vault. Each rule has a stable name (use it with `--select`, "
         "`--ignore`, the configuration and `vaulttools-ignore`), a default severity, and, when it is safe, an "
@@ -222,6 +277,7 @@ def render_rules_markdown() -> str:
             f"| [`{rule.name}`](#{rule.name}) | {rule.severity.value} | {'yes' if rule.fix else '—'} | "
             f"{'yes' if rule.needs_taxonomy else '—'} | {summary} |"
         )
+    out += GUIDE.strip("\n").split("\n")
     for rule in RULES:
         out += ["", f"## {rule.name}", "", f"*{rule.family}, {rule.severity.value} by default"
                 + (", needs a taxonomy" if rule.needs_taxonomy else "") + ".*", "",
@@ -233,7 +289,10 @@ def render_rules_markdown() -> str:
             out += ["**Fix.** By hand: the message says what to change.", ""]
         if rule.fixed:
             out += ["```", rule.fixed, "```", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    text = "\n".join(out)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text.rstrip("\n") + "\n"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,12 +16,19 @@ FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif")
 def display_path(result: LintResult, path: str, cwd: Path | None = None) -> str:
     """A note's path as CI tools want it: relative to the current folder (the repository root in CI) when
     the vault is inside it, else the absolute path. POSIX separators."""
-    full = (Path(result.root) / path).resolve()
+    return _shower(result, cwd)(path)
+
+
+def _shower(result: LintResult, cwd: Path | None) -> Callable[[str], str]:
+    """`display_path` for every path of one report, with the folder arithmetic done once."""
+    root = Path(result.root).resolve()
     base = (cwd or Path.cwd()).resolve()
     try:
-        return full.relative_to(base).as_posix()
+        prefix = root.relative_to(base).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
     except ValueError:
-        return full.as_posix()
+        prefix = root.as_posix().rstrip("/") + "/"
+    return lambda path: prefix + path
 
 
 def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | None = None) -> str:
@@ -36,11 +42,8 @@ def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | Non
     elif fmt == "text":
         from vaulttools.lint.formats.text import render as text_render
 
-        return text_render(result, lambda p: display_path(result, p, cwd), color=color)
+        return text_render(result, _shower(result, cwd), color=color)
     else:
         raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    shown: Callable[[str], str] = lambda p: display_path(result, p, cwd)  # noqa: E731
-    return fn(result, shown)
+    return fn(result, _shower(result, cwd))
 
-
-del os

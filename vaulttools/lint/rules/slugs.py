@@ -25,27 +25,64 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
                f"rename the file to `{slug}.md` or write `slug: {note.stem}`")
 
 
+IdentityRow = tuple  # (path, slug or None, aliases tuple, is_private)
+
+
+def _alias_strings(aliases) -> tuple:
+    """Aliases as the engine reads them (`- 42` is the alias "42"); other items keep their place as None."""
+    if not isinstance(aliases, (list, tuple)):
+        return ()
+    return tuple(
+        str(a) if isinstance(a, (str, int, float)) and not isinstance(a, bool) else None for a in aliases
+    )
+
+
+def identity_rows(vault) -> list[IdentityRow]:
+    """(path, slug, aliases, is_private) of every note; a cached vault gives them without building notes."""
+    rows = getattr(vault, "identity_rows", None)
+    if rows is not None:
+        return rows()
+    out = []
+    for path, note in vault.notes.items():
+        meta = note.meta if isinstance(note.meta, dict) else {}
+        slug = meta.get("slug")
+        aliases = meta.get("aliases")
+        out.append((path, slug if isinstance(slug, str) else None, _alias_strings(aliases), note.is_private))
+    return out
+
+
 def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     wanted = set(paths)
     notes = ctx.vault.notes
+    rows = identity_rows(ctx.vault)
+    # only the slugs and aliases the reported notes use matter: a watcher linting one note stays cheap
+    want_slugs: set[str] | None = None
+    want_aliases: set[str] | None = None
+    if len(wanted) < len(rows) // 2:
+        want_slugs, want_aliases = set(), set()
+        for path, slug, aliases, private in rows:
+            if path in wanted:
+                if slug and slug.strip():
+                    want_slugs.add(_nfc(slug.strip()).casefold())
+                if not private:
+                    want_aliases.update(fold(a) for a in aliases if isinstance(a, str) and a.strip())
     by_slug: dict[str, list[str]] = {}
     by_alias: dict[str, list[tuple[str, int, str]]] = {}
-    for path, note in notes.items():
-        meta = note.meta if isinstance(note.meta, dict) else {}
-        slug = meta.get("slug")
-        if isinstance(slug, str) and slug.strip():
-            by_slug.setdefault(_nfc(slug.strip()).casefold(), []).append(path)
-        if note.is_private:
+    for path, slug, aliases, private in rows:
+        if slug and slug.strip():
+            key = _nfc(slug.strip()).casefold()
+            if want_slugs is None or key in want_slugs:
+                by_slug.setdefault(key, []).append(path)
+        if private:
             continue  # private notes are never candidates: their aliases compete with nothing
-        aliases = meta.get("aliases")
-        if isinstance(aliases, list):
-            seen: set[str] = set()
-            for i, alias in enumerate(aliases):
-                if isinstance(alias, str) and alias.strip():
-                    key = fold(alias)
-                    if key not in seen:  # a repeat inside one note is duplicate-item's finding
-                        seen.add(key)
-                        by_alias.setdefault(key, []).append((path, i, alias))
+        seen: set[str] = set()
+        for i, alias in enumerate(aliases):
+            if isinstance(alias, str) and alias.strip():
+                key = fold(alias)
+                if key in seen or (want_aliases is not None and key not in want_aliases):
+                    continue  # a repeat inside one note is duplicate-item's finding
+                seen.add(key)
+                by_alias.setdefault(key, []).append((path, i, alias))
     for key in sorted(by_slug):
         group = sorted(by_slug[key])
         if len(group) < 2:

@@ -49,6 +49,14 @@ API_CHECK_EVERY = 10.0
 # -- messages from the threads --------------------------------------------------------------------------
 
 
+class Scanned(Message):
+    """The note files are known (a folder walk, nothing read yet): the tree can be drawn."""
+
+    def __init__(self, rows: list[NoteRow]) -> None:
+        super().__init__()
+        self.rows = rows
+
+
 class Loaded(Message):
     def __init__(self, rows: list[NoteRow]) -> None:
         super().__init__()
@@ -154,7 +162,7 @@ class MainScreen(Screen[None]):
         Binding("s", "summary", "Summary", show=False),
         Binding("v", "note", "Note", show=False),
         Binding("right_square_bracket", "next_problem", "Next note with problems", show=False),
-        Binding("escape", "back", "Back to the tree", show=False),
+        Binding("escape", "back", "Tree"),
     ]
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-very-wide")]
@@ -180,6 +188,7 @@ class MainScreen(Screen[None]):
         self._preview_timer: Timer | None = None
         self._filter_timer: Timer | None = None
         self._lint_running = False
+        self._painted = threading.Event()  # the tree has been drawn once: the full read may take the CPU
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -230,13 +239,13 @@ class MainScreen(Screen[None]):
     def _load_thread(self) -> None:
         backend = self.backend
         try:
-            if not backend.root.is_dir():
-                raise BackendError(f"vault not found: {backend.root} (pass a vault folder as PATH or --vault)")
-            if self.watch_vault:
-                try:
-                    backend.start_watching(self._on_delta_thread, self._on_watch_error)
-                except BackendError as exc:
-                    self._post(Notice(f"not watching the vault: {exc}", "warning", 10))
+            scanned = backend.scan()
+            if scanned:
+                self._post(Scanned(scanned))
+                # let the UI thread draw the tree before the full read competes with it for the GIL
+                self._painted.wait(timeout=3.0)
+            if self.watch_vault:  # watch before reading: a save made while the vault is read is not lost
+                self._spawn(self._watch_thread, "tui-watch-start")
             rows = backend.load()
         except BackendError as exc:
             self._post(LoadFailed(str(exc)))
@@ -255,6 +264,12 @@ class MainScreen(Screen[None]):
             return
         self._post(Linted(rows, backend.summary()))
 
+    def _watch_thread(self) -> None:
+        try:
+            self.backend.start_watching(self._on_delta_thread, self._on_watch_error)
+        except BackendError as exc:
+            self._post(Notice(f"not watching the vault: {exc}", "warning", 10))
+
     def _on_delta_thread(self, delta: LiveDelta) -> None:
         """On the watcher's thread: collect what the UI needs, then hand it over."""
         paths = _paths_of(delta)
@@ -266,11 +281,26 @@ class MainScreen(Screen[None]):
         self._post(Notice(f"error while applying changes (watching goes on): {type(exc).__name__}: {exc}", "error", 10))
 
     # -- loading ----------------------------------------------------------------------------------------
+    def on_scanned(self, message: Scanned) -> None:
+        self.query_one(NoteTree).set_rows(message.rows, linted=False)
+        self._update_filter_status()
+        self.call_after_refresh(self._first_paint)
+
+    def _first_paint(self) -> None:
+        if self.first_screen_at is None:
+            self.call_after_refresh(self._first_paint)
+        self._painted.set()
+
     def on_loaded(self, message: Loaded) -> None:
         self.busy = "building the search index…"
         tree = self.query_one(NoteTree)
-        tree.set_rows(message.rows, linted=False)
-        self.first_screen_at = time.perf_counter()
+        if set(tree.rows) == {r.path for r in message.rows} and not tree.filter.active:
+            tree.rows = {r.path: r for r in message.rows}
+            tree.relabel_all(linted=False)
+        else:
+            tree.set_rows(message.rows, linted=False)
+        if self.first_screen_at is None:
+            self.call_after_refresh(self._first_paint)
         self._update_status()
         self._update_filter_status()
         self._refresh_summary()
@@ -388,9 +418,12 @@ class MainScreen(Screen[None]):
 
     def _go_to(self, path: str) -> None:
         tree = self.query_one(NoteTree)
+        was_filtered = tree.filter.active
         if not tree.select_path(path):
             self.app.notify(f"{path} is not a note of this vault (an attachment?)", severity="warning")
             return
+        if was_filtered and not tree.filter.active:  # the filter hid it and was cleared
+            self.query_one("#filter", Input).value = ""
         self.current = path
         self._load_detail()
         self.query_one(TabbedContent).active = "tab-note"
@@ -437,7 +470,7 @@ class MainScreen(Screen[None]):
         elif not flt.active:
             text.append("\n✗ errors  ! warnings  p: only those", style="dim")
         else:
-            text.append("\nesc: tree · clear the box for all", style="dim")
+            text.append("\nempty the box to see all", style="dim")
         self.query_one("#filter-status", Static).update(text)
 
     # -- preview ----------------------------------------------------------------------------------------
@@ -560,6 +593,11 @@ class MainScreen(Screen[None]):
 
     def action_note(self) -> None:
         self.query_one(TabbedContent).active = "tab-note"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":  # only worth a place in the footer when the focus is away from the tree
+            return not isinstance(self.focused, NoteTree)
+        return True
 
     def action_back(self) -> None:
         self.query_one(NoteTree).focus()

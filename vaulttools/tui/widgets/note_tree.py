@@ -59,7 +59,12 @@ def tree_order(path: str) -> tuple[str, str]:
 
 
 class NoteTree(Tree[str]):
-    """Leaves hold a note's vault-relative path; folders hold ``"dir:" + folder path``."""
+    """Leaves hold a note's vault-relative path; folders hold ``"dir:" + folder path``.
+
+    A folder's nodes are created when it is first unfolded (10k notes would otherwise mean 10k nodes
+    built, and their widths measured, before the first screen); its badges are computed from the rows,
+    so they are right even while it is folded.
+    """
 
     DEFAULT_CSS = """
     NoteTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
@@ -73,15 +78,19 @@ class NoteTree(Tree[str]):
         self.rows: dict[str, NoteRow] = {}
         self.linted = False
         self.filter = NoteFilter.parse("")
-        self._notes: dict[str, TreeNode[str]] = {}
+        self._shown: list[str] = []
+        self._notes: dict[str, TreeNode[str]] = {}  # nodes built so far
         self._folders: dict[str, TreeNode[str]] = {}
+        self._children: dict[str, list[tuple[bool, str]]] = {}  # folder -> (is_folder, path) in tree order
+        self._populated: set[str] = set()
         self._folder_notes: dict[str, set[str]] = {}  # folder -> notes shown under it (any depth)
+        self._expand_all = False
 
     # -- building -----------------------------------------------------------------------------------------
     @property
     def shown(self) -> list[str]:
-        """Paths of the notes in the tree, in tree order."""
-        return sorted(self._notes, key=tree_order)
+        """Paths of the notes the filter lets through, in tree order."""
+        return list(self._shown)
 
     def set_rows(self, rows: Iterable[NoteRow], *, linted: bool) -> None:
         self.rows = {r.path: r for r in rows}
@@ -95,96 +104,127 @@ class NoteTree(Tree[str]):
     def rebuild(self, keep: str | None = None) -> None:
         """Rebuild from `rows` and the filter; the note under the cursor (or `keep`) stays selected."""
         keep = keep or self.current_path
+        self.cursor_line = -1  # forget the old node now, or the rebuilt tree highlights whatever takes its line
         self.clear()
         self._notes.clear()
         self._folders.clear()
+        self._children = {"": []}
+        self._populated.clear()
         self._folder_notes.clear()
         flt = self.filter
-        shown = [p for p in sorted(self.rows, key=tree_order) if not flt.active or flt.matches(self.rows[p])]
-        expand_all = len(shown) <= EXPAND_ALL_UP_TO or flt.active
+        rows = self.rows
+        shown = [p for p in sorted(rows, key=tree_order) if not flt.active or flt.matches(rows[p])]
+        self._shown = shown
+        self._expand_all = len(shown) <= EXPAND_ALL_UP_TO or flt.active
+        children, folder_notes = self._children, self._folder_notes
         for path in shown:
-            self._add(path, expand_all)
-        for folder in self._folders:
-            self._refresh_folder(folder)
-        node = self._notes.get(keep) if keep else None
-        if node is not None:
-            self._reveal(node)
-            self.call_after_refresh(self.move_cursor, node)
-        elif shown and flt.active:
-            self.call_after_refresh(self.move_cursor, self._notes[shown[0]])
+            folder = path.rpartition("/")[0]
+            self._register_folder(folder)
+            children[folder].append((False, path))
+            while folder:
+                folder_notes[folder].add(path)
+                folder = folder.rpartition("/")[0]
+        self._populate("")
+        target = keep if keep and keep in set(shown) else None
+        if target is None and shown and flt.active:
+            target = shown[0]
+        if target is not None:
+            self._move_to_path(target)
 
-    def _folder_node(self, folder: str, expand_all: bool) -> TreeNode[str]:
-        if folder == "":
-            return self.root
-        node = self._folders.get(folder)
-        if node is not None:
-            return node
-        parent_path, _, name = folder.rpartition("/")
-        parent = self._folder_node(parent_path, expand_all)
-        node = parent.add(Text(name), data="dir:" + folder, expand=expand_all or parent is self.root)
-        self._folders[folder] = node
-        self._folder_notes[folder] = set()
-        return node
-
-    def _add(self, path: str, expand_all: bool) -> TreeNode[str]:
-        folder = path.rpartition("/")[0]
-        parent = self._folder_node(folder, expand_all)
-        node = parent.add_leaf(note_label(self.rows[path], not self.linted), data=path)
-        self._notes[path] = node
-        while folder:
-            self._folder_notes[folder].add(path)
-            folder = folder.rpartition("/")[0]
-        return node
-
-    def _refresh_folder(self, folder: str) -> None:
-        node = self._folders.get(folder)
-        if node is None:
+    def _register_folder(self, folder: str) -> None:
+        if folder in self._children:
             return
+        parent = folder.rpartition("/")[0]
+        self._register_folder(parent)
+        self._children[parent].append((True, folder))
+        self._children[folder] = []
+        self._folder_notes[folder] = set()
+
+    def _populate(self, folder: str) -> None:
+        """Create the nodes of a folder's direct children (once)."""
+        if folder in self._populated:
+            return
+        self._populated.add(folder)
+        node = self.root if folder == "" else self._folders[folder]
+        pending = not self.linted
+        for is_folder, path in self._children.get(folder, ()):
+            if is_folder:
+                child = node.add(self._folder_label(path), data="dir:" + path, expand=False, allow_expand=True)
+                self._folders[path] = child
+                if self._expand_all or folder == "":
+                    self._populate(path)
+                    child.expand()
+            else:
+                self._notes[path] = node.add_leaf(note_label(self.rows[path], pending), data=path)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[str]) -> None:
+        data = event.node.data
+        # the message may come from a node of a tree since rebuilt: only this tree's nodes count
+        if data and data.startswith("dir:") and self._folders.get(data[4:]) is event.node:
+            self._populate(data[4:])
+
+    def _folder_label(self, folder: str) -> Text:
         paths = self._folder_notes.get(folder, set())
-        errors = sum(self.rows[p].errors for p in paths if p in self.rows)
-        warnings = sum(self.rows[p].warnings for p in paths if p in self.rows)
+        rows = self.rows
+        errors = sum(rows[p].errors for p in paths if p in rows)
+        warnings = sum(rows[p].warnings for p in paths if p in rows)
         label = badges(errors, warnings, not self.linted)
         label.append(folder.rpartition("/")[2], style="bold")
         label.append(f" ({len(paths)})", style="dim")
-        node.set_label(label)
+        return label
 
-    def _reveal(self, node: TreeNode[str]) -> None:
-        parent = node.parent
-        while parent is not None and parent is not self.root:
-            parent.expand()
-            parent = parent.parent
+    def _refresh_folder(self, folder: str) -> None:
+        node = self._folders.get(folder)
+        if node is not None:
+            node.set_label(self._folder_label(folder))
+
+    def _reveal_path(self, path: str) -> TreeNode[str] | None:
+        """Unfold (and build) every folder above `path`; its node, or None when it is not shown."""
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folder = "/".join(parts[:i])
+            node = self._folders.get(folder)
+            if node is None:
+                return None
+            self._populate(folder)
+            if not node.is_expanded:
+                node.expand()
+        return self._notes.get(path)
+
+    def _move_to_path(self, path: str) -> None:
+        node = self._reveal_path(path)
+        if node is not None:
+            self._move_to(node)
+
+    def _move_to(self, node: TreeNode[str]) -> None:
+        """Put the cursor on `node` now and scroll it into view once drawn."""
+        self._tree_lines  # noqa: B018 - lay the lines out now, so node._line is current
+        self.cursor_line = node._line
+        self.call_after_refresh(self.scroll_to_node, node, animate=False)
 
     # -- live updates -------------------------------------------------------------------------------------
     def update_rows(self, changed: dict[str, NoteRow | None], *, linted: bool | None = None) -> None:
-        """Apply changed rows in place: labels change, new notes appear (if the filter shows them),
-        deleted ones go; notes that stop matching the filter stay until the filter changes (the note
-        being fixed must not vanish under the cursor)."""
+        """Apply changed rows in place: labels change, deleted notes go; a new note rebuilds the tree (to
+        land in its sorted place). Notes that stop matching the filter stay until the filter changes (the
+        note being fixed must not vanish under the cursor)."""
         if linted is not None:
             self.linted = linted
         added = [p for p, r in changed.items() if r is not None and p not in self.rows]
-        if added:  # rare (a new note): rebuild so it lands in its sorted place
-            for path, row in changed.items():
-                if row is None:
-                    self.rows.pop(path, None)
-                else:
-                    self.rows[path] = row
+        gone = [p for p, r in changed.items() if r is None and p in self.rows]
+        for path, row in changed.items():
+            if row is None:
+                self.rows.pop(path, None)
+            else:
+                self.rows[path] = row
+        if added or gone:  # rare (a note created, deleted or moved): rebuild, the cursor stays
             self.rebuild()
             return
         touched_folders: set[str] = set()
+        pending = not self.linted
         for path, row in sorted(changed.items()):
             node = self._notes.get(path)
-            if row is None:
-                self.rows.pop(path, None)
-                if node is not None:
-                    self._remove(path, node)
-            else:
-                self.rows[path] = row
-                if node is not None:
-                    node.set_label(note_label(row, not self.linted))
-                elif not self.filter.active or self.filter.matches(row):
-                    self._add(path, True)
-                else:
-                    continue
+            if node is not None and row is not None:
+                node.set_label(note_label(row, pending))
             folder = path.rpartition("/")[0]
             while folder:
                 touched_folders.add(folder)
@@ -194,33 +234,11 @@ class NoteTree(Tree[str]):
 
     def relabel_all(self, *, linted: bool) -> None:
         self.linted = linted
+        pending = not linted
         for path, node in self._notes.items():
-            node.set_label(note_label(self.rows[path], not linted))
+            node.set_label(note_label(self.rows[path], pending))
         for folder in self._folders:
             self._refresh_folder(folder)
-
-    def _remove(self, path: str, node: TreeNode[str]) -> None:
-        cursor = self.cursor_node
-        del self._notes[path]
-        folder = path.rpartition("/")[0]
-        while folder:
-            self._folder_notes.get(folder, set()).discard(path)
-            folder = folder.rpartition("/")[0]
-        node.remove()
-        if cursor is node:
-            self.call_after_refresh(self._cursor_to_valid)
-        # drop folders left empty
-        folder = path.rpartition("/")[0]
-        while folder and not self._folder_notes.get(folder):
-            fnode = self._folders.pop(folder, None)
-            self._folder_notes.pop(folder, None)
-            if fnode is not None:
-                fnode.remove()
-            folder = folder.rpartition("/")[0]
-
-    def _cursor_to_valid(self) -> None:
-        if self.cursor_line < 0 or self.cursor_line > self.last_line:
-            self.cursor_line = max(0, min(self.cursor_line, self.last_line))
 
     # -- selection ----------------------------------------------------------------------------------------
     @property
@@ -234,21 +252,19 @@ class NoteTree(Tree[str]):
         """Put the cursor on a note (clearing a filter that hides it); False when it is not a note."""
         if path not in self.rows:
             return False
-        node = self._notes.get(path)
-        if node is None:
+        if path not in set(self._shown):
             self.filter = NoteFilter.parse("")
             self.rebuild(keep=path)
             return True
-        self._reveal(node)
-        self.call_after_refresh(self.move_cursor, node)
+        self._move_to_path(path)
         return True
 
     def next_with_problems(self, after: str | None) -> str | None:
         """The next shown note with a problem after `after` (wrapping), for the "next problem" key."""
-        order = [p for p in self.shown if self.rows[p].problems]
+        order = [p for p in self._shown if self.rows[p].problems]
         if not order:
             return None
-        if after is None or after not in self._notes:
+        if after is None or after not in self.rows:
             return order[0]
         key = tree_order(after)
         for p in order:

@@ -40,28 +40,28 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def problems_text(detail: NoteDetail) -> Text:
-    """One block per problem: severity, rule and line on the first line, the message below (it stays
-    readable in a narrow pane, where a table's message column would be a few characters wide)."""
+def problems_text(detail: NoteDetail) -> Table | Text:
+    """One block per problem: severity, rule and line on a first line, the message indented below (it
+    stays readable in a narrow pane, where a table's message column would be a few characters wide)."""
     if not detail.linted:
         return Text("checking the vault…", style="dim")
     if not detail.diagnostics:
         return Text("✓ no problem", style="green")
-    text = Text()
-    for i, d in enumerate(detail.diagnostics):
-        if i:
-            text.append("\n")
+    grid = Table.grid(expand=True)
+    grid.add_column(width=2, no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    for d in detail.diagnostics:
         sev = str(d.severity)
         style = "bold red" if sev == "error" else "yellow"
-        text.append("✗ " if sev == "error" else "! ", style=style)
-        text.append(d.rule, style=style)
-        text.append(f"  line {d.line}", style="dim")
+        head = Text(d.rule, style=style)
+        head.append(f"  line {d.line}", style="dim")
         if d.fix is not None:
-            text.append("  fixable (x)", style="green")
-        text.append(f"\n  {d.message}")
+            head.append("  fixable: x", style="green")
+        grid.add_row(Text("✗" if sev == "error" else "!", style=style), head)
+        grid.add_row("", Text(d.message))
         if d.fix is not None:
-            text.append(f"\n  fix: {d.fix.message}", style="green")
-    return text
+            grid.add_row("", Text(f"fix: {d.fix.message}", style="green"))
+    return grid
 
 
 def fields_table(detail: NoteDetail) -> Table | Text:
@@ -147,24 +147,25 @@ class NoteView(VerticalScroll):
         text = Text()
         text.append(note.title, style="bold")
         text.append(f"  {detail.path}\n", style="dim")
-        text.append(f"type: {note.type or '(none)'}   ")
+        text.append(f"{note.type or '(no type)'} · ")
         if note.is_private:
             text.append("private", style="magenta")
-            text.append(" (never sent to visitors)", style="dim")
+            text.append(" (never shown to visitors)", style="dim")
         else:
             text.append("public", style="green")
         if detail.linted:
             errors = sum(1 for d in detail.diagnostics if str(d.severity) == "error")
             warnings = len(detail.diagnostics) - errors
-            text.append("   ")
+            text.append(" · ")
             if errors:
-                text.append(f"✗ {errors} error{'s' * (errors != 1)} ", style="bold red")
+                text.append(f"✗{errors} error{'s' * (errors != 1)} ", style="bold red")
             if warnings:
-                text.append(f"! {warnings} warning{'s' * (warnings != 1)} ", style="yellow")
+                text.append(f"!{warnings} warning{'s' * (warnings != 1)} ", style="yellow")
             if not detail.diagnostics:
                 text.append("✓ clean", style="green")
             if detail.fixable:
-                text.append(f"\nx applies {detail.fixable} safe fix{'es' * (detail.fixable != 1)} (you see the diff first)", style="green")
+                n = detail.fixable
+                text.append(f"\nx: apply {n} safe fix{'es' * (n != 1)} (diff shown first)", style="green")
         return text
 
     def _show_links(self, detail: NoteDetail) -> None:

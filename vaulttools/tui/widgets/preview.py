@@ -6,6 +6,7 @@ them in a worker, debounced, and hands the result to `show()`.
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -18,22 +19,25 @@ from vaulttools.tui.backend import Preview, PreviewRow
 PLACEHOLDER = "Ask as a visitor would, e.g. « C'est quoi ce projet ? »"
 
 
-def result_prompt(row: PreviewRow) -> Text:
-    text = Text()
-    text.append(f"{row.rank}. ", style="bold")
-    text.append(row.id, style="bold cyan")
+def result_prompt(row: PreviewRow) -> Table:
+    """Rank, note, score and prompt share on one line; the reasons indented below."""
+    head = Text()
+    head.append(row.id, style="bold cyan")
     if row.type:
-        text.append(f" {row.type}", style="dim")
-    text.append(f"  score {row.score:.2f}", style="bold")
+        head.append(f" {row.type}", style="dim")
+    head.append(f"  score {row.score:.2f}", style="bold")
     if row.prompt == "cut":
-        text.append(f"  cut to {row.chars} chars", style="yellow")
+        head.append(f"  cut to {row.chars} chars", style="yellow")
     else:
-        text.append("  whole", style="green")
+        head.append("  whole", style="green")
     if not row.direct:
-        text.append("  via a link", style="italic")
-    text.append("\n   ")
-    text.append(", ".join(row.reasons) or "(no reason)", style="dim")
-    return text
+        head.append("  via a link", style="italic")
+    grid = Table.grid(expand=True)
+    grid.add_column(width=3, no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    grid.add_row(Text(f"{row.rank}.", style="bold"), head)
+    grid.add_row("", Text(", ".join(row.reasons) or "(no reason)", style="dim"))
+    return grid
 
 
 def verdict_text(preview: Preview) -> Text:
@@ -42,14 +46,14 @@ def verdict_text(preview: Preview) -> Text:
     text = Text()
     if not preview.rows:
         text.append("grounded: no", style="bold yellow")
-        text.append(" — no note matches: the bot says it does not know.", style="dim")
+        text.append(" — no note matches: it says it does not know", style="dim")
         return text
     if preview.grounded:
         text.append("grounded: yes", style="bold green")
-        text.append(" — the bot answers from these notes", style="dim")
+        text.append(" — it answers from these notes", style="dim")
     else:
         text.append("grounded: no", style="bold yellow")
-        text.append(" — no credible source: the bot is told not to invent", style="dim")
+        text.append(" — no credible source: it must not invent", style="dim")
     text.append(f"\n{len(preview.rows)} of {preview.candidates} public notes · prompt: ", style="dim")
     whole = sum(1 for r in preview.rows if r.prompt == "whole")
     text.append(f"{whole} whole, {len(preview.rows) - whole} cut", style="dim")

@@ -1,0 +1,235 @@
+"""lint: `vaulttools lint` on the synthetic vault, whole process, against markdownlint-cli2 on the same files.
+
+Figures (each the median of fresh processes, with the spread):
+
+- full lint of the 10k synthetic vault, no cache (`vaulttools lint VAULT --no-cache --format json`), whole
+  process, and its split (imports / Vault.load / rules / report) measured inside one process;
+- a second run with the cache, nothing changed; and a second run after editing one note's body (the usual
+  edit), each run editing it again first;
+- `answer-not-retrieved` alone, selected explicitly (one search per question on one shared index), so its
+  share of the cost is visible (by default it is skipped above `answer-check-limit` questions);
+- markdownlint-cli2 (`npx`-style, installed once with npm into benchmarks/_data/) on the same `.md` files, in
+  the same run, and the ratio. `--obsidiantools` adds obsidiantools' `Vault(...).connect().gather()` (slow).
+
+Targets (issue 5): full lint of 10k ≤ 2 s whole process; second run after editing one note ≤ 0.3 s.
+
+    .venv/bin/python benchmarks/bench_lint.py [--quick] [--runs N] [--size N] [--no-markdownlint] [--obsidiantools]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _util  # noqa: E402
+import synth  # noqa: E402
+
+TARGET_FULL = 2.0
+TARGET_EDIT = 0.3
+NPM_DIR = synth.DATA_DIR / "npm-markdownlint"
+MARKDOWNLINT_VERSION = "0.24.1"
+
+FULL = """
+from vaulttools.cli import main
+code = main(["lint", {vault!r}, "--no-cache", "--format", "json", "--output", "/dev/null"])
+assert code in (0, 1), code
+"""
+
+SPLIT = """
+import time
+t0 = time.perf_counter()
+from grasbot.vault import Vault
+from vaulttools.lint import LintConfig, lint_vault, render
+from vaulttools.taxonomy import load_taxonomy
+t1 = time.perf_counter()
+vault = Vault.load({vault!r})
+t2 = time.perf_counter()
+result = lint_vault(vault, load_taxonomy({vault!r} + "/TAXONOMIE.md"), LintConfig())
+t3 = time.perf_counter()
+text = render(result, "json")
+t4 = time.perf_counter()
+report(imports=t1 - t0, load=t2 - t1, rules=t3 - t2, report=t4 - t3, notes=result.notes,
+       findings=len(result.diagnostics), summary=result.summary, notices=result.notices)
+"""
+
+CACHED = """
+import os, pathlib
+note = pathlib.Path({vault!r}) / {note!r}
+if {edit!r}:
+    with open(note, "a", encoding="utf-8") as handle:
+        handle.write("Une phrase de plus pour le benchmark.\\n")
+    st = note.stat()
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+from vaulttools.cli import main
+code = main(["lint", {vault!r}, "--format", "json", "--output", "/dev/null"])
+assert code in (0, 1), code
+"""
+
+# How the cached run was answered (checked once, in-process, beside the timings).
+CACHE_MODE = """
+import os, pathlib
+from vaulttools.lint import LintConfig, load_config
+from vaulttools.lint.cache import LintCache
+from vaulttools.taxonomy import load_taxonomy
+note = pathlib.Path({vault!r}) / {note!r}
+with open(note, "a", encoding="utf-8") as handle:
+    handle.write("Encore une phrase.\\n")
+st = note.stat()
+os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+root = pathlib.Path({vault!r})
+tax = load_taxonomy(root / "TAXONOMIE.md")
+config = load_config(root)
+cache = LintCache.open(root, tax, config)
+result = cache.fast_result(tax, config)
+cache.save()
+report(mode=cache.mode if result is not None else "full")
+"""
+
+ANSWERS = """
+import time
+from grasbot.vault import Vault
+from vaulttools.lint import LintConfig, lint_vault
+from vaulttools.taxonomy import load_taxonomy
+vault = Vault.load({vault!r})
+t0 = time.perf_counter()
+result = lint_vault(vault, load_taxonomy({vault!r} + "/TAXONOMIE.md"), LintConfig(select=frozenset({{"answer-not-retrieved"}})))
+t1 = time.perf_counter()
+questions = sum(len(n.answers) for n in vault.notes.values() if not n.is_private)
+report(seconds=t1 - t0, questions=questions, findings=len(result.diagnostics))
+"""
+
+MARKDOWNLINT = """
+import subprocess
+subprocess.run([{binary!r}, "**/*.md"], cwd={vault!r}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+"""
+
+OBSIDIANTOOLS = """
+from pathlib import Path
+from obsidiantools.api import Vault
+Vault(Path({vault!r})).connect().gather()
+"""
+
+
+def _markdownlint() -> str | None:
+    """The markdownlint-cli2 binary, installed once with npm into benchmarks/_data/ (None when impossible)."""
+    binary = NPM_DIR / "node_modules" / ".bin" / "markdownlint-cli2"
+    if binary.exists():
+        return str(binary)
+    if shutil.which("npm") is None:
+        _util.note("npm not found: markdownlint-cli2 comparison skipped")
+        return None
+    NPM_DIR.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NPM_DIR), f"markdownlint-cli2@{MARKDOWNLINT_VERSION}"],
+        capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0 or not binary.exists():
+        _util.note(f"npm install markdownlint-cli2 failed: {proc.stderr.strip()[-500:]}")
+        return None
+    return str(binary)
+
+
+def _row(label: str, m: _util.Measurement, target: float | None = None) -> list[str]:
+    return [label, _util.fmt_seconds(m.median()), _util.fmt_spread(m), _util.fmt_seconds(m.median("cpu")),
+            _util.fmt_mib(m.median("max_rss")), f"≤ {target:g} s" if target else "",
+            _util.verdict(m.median(), target) if target else ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _util.suite_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=None, help="synthetic vault size (default 10000; 1000 with --quick)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-markdownlint", action="store_true", help="skip the markdownlint-cli2 comparison")
+    parser.add_argument("--obsidiantools", action="store_true", help="also time obsidiantools (minutes at 10k)")
+    parser.add_argument("--answers-size", type=int, default=1000,
+                        help="vault size for the answer-not-retrieved figure (default 1000)")
+    args = parser.parse_args(argv)
+    runs = _util.runs_for(args)
+    size = args.size or (1000 if args.quick else 10_000)
+    source = synth.ensure_vault(size, args.seed)
+
+    with tempfile.TemporaryDirectory(prefix="bench-lint-") as tmp:
+        vault = str(Path(tmp) / "vault")
+        shutil.copytree(source, vault)  # the cache and the edits must not touch the shared generated vault
+        note = sorted(p.relative_to(vault).as_posix() for p in Path(vault).rglob("*.md")
+                      if p.name not in ("README.md", "TAXONOMIE.md") and ".obsidian" not in p.parts)[size // 2]
+
+        full = _util.measure(f"lint {size}, no cache", FULL.format(vault=vault), runs, timeout=900)
+        split = _util.run_once(SPLIT.format(vault=vault), timeout=900).metrics
+        # first cached run fills the cache (not recorded), then: unchanged, then edit-one-note
+        _util.run_once(CACHED.format(vault=vault, note=note, edit=False), timeout=900)
+        unchanged = _util.measure(f"lint {size}, cache, unchanged", CACHED.format(vault=vault, note=note, edit=False),
+                                  runs, timeout=900)
+        edited = _util.measure(f"lint {size}, cache, one note edited", CACHED.format(vault=vault, note=note, edit=True),
+                               runs, timeout=900)
+        mode = _util.run_once(CACHE_MODE.format(vault=vault, note=note), timeout=900).metrics.get("mode")
+
+        answers_vault = synth.ensure_vault(args.answers_size, args.seed)
+        answers = _util.run_once(ANSWERS.format(vault=str(answers_vault)), timeout=1800).metrics
+        answers_full = _util.measure(f"lint {args.answers_size}, no cache", FULL.format(vault=str(answers_vault)),
+                                     max(1, min(runs, 3)), timeout=900)
+
+        rows = [
+            _row(f"vaulttools lint, {size} notes, no cache", full, TARGET_FULL if size == 10_000 else None),
+            _row(f"vaulttools lint, {size} notes, cache, nothing changed", unchanged),
+            _row(f"vaulttools lint, {size} notes, cache, one note edited", edited,
+                 TARGET_EDIT if size == 10_000 else None),
+        ]
+        notes = [
+            f"in one process (no cache): imports {split['imports']:.2f} s, Vault.load {split['load']:.2f} s, "
+            f"rules {split['rules']:.2f} s, JSON report {split['report']:.2f} s; {split['notes']} notes, "
+            f"{split['findings']} findings {split['summary']}",
+            f"the edited run was answered as: {mode} (only the edited note re-read and re-checked)",
+        ]
+        if split.get("notices"):
+            notes.append("notice: " + "; ".join(split["notices"]))
+
+        others = []
+        if not args.no_markdownlint:
+            binary = _markdownlint()
+            if binary:
+                mdl = _util.measure(f"markdownlint-cli2 {size}", MARKDOWNLINT.format(binary=binary, vault=vault),
+                                    max(1, min(runs, 3)), timeout=900)
+                rows.append(_row(f"markdownlint-cli2 {MARKDOWNLINT_VERSION}, same files", mdl))
+                others.append(("markdownlint-cli2", mdl))
+        if args.obsidiantools:
+            ot = _util.measure(f"obsidiantools {size}", OBSIDIANTOOLS.format(vault=vault), 1, warmup=0, timeout=1800)
+            rows.append(_row("obsidiantools connect().gather(), same vault", ot))
+            others.append(("obsidiantools", ot))
+        for name, m in others:
+            notes.append(f"{name} / vaulttools lint (no cache): {_util.fmt_ratio(_util.ratio(m.median(), full.median()))} "
+                         f"wall, {_util.fmt_ratio(_util.ratio(m.median('cpu'), full.median('cpu')))} CPU")
+
+        _util.print_table(f"lint — {size}-note synthetic vault, whole process",
+                          ["workload", "median", "min – max", "CPU", "peak RSS", "target", ""], rows, notes)
+
+        q = answers["questions"]
+        share = answers["seconds"] / max(answers_full.median(), 1e-9)
+        _util.print_table(
+            f"answer-not-retrieved — {args.answers_size}-note synthetic vault",
+            ["workload", "value"],
+            [["questions checked (one search each, one shared index)", str(q)],
+             ["rule alone, in process", _util.fmt_seconds(answers["seconds"])],
+             ["per question", f"{answers['seconds'] / max(q, 1) * 1000:.2f} ms"],
+             ["full lint of that vault, whole process (rule skipped: over answer-check-limit)",
+              _util.fmt_seconds(answers_full.median())],
+             ["findings", str(answers["findings"])]],
+            [f"the rule alone costs {share:.1f}× a full lint of the same vault: it runs by default only up to "
+             f"2000 questions (answer-check-limit), or when selected"],
+        )
+        _util.write_json(args.json, "lint", {
+            "size": size, "runs": runs, "full": full.as_dict(), "unchanged": unchanged.as_dict(),
+            "edited": edited.as_dict(), "split": split, "cache_mode": mode, "answers": answers,
+            "others": {name: m.as_dict() for name, m in others},
+        })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

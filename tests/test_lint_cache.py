@@ -1,0 +1,136 @@
+"""The lint cache: a second run reuses what did not change, and always gives the same findings as a fresh run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grasbot.vault import Vault
+from vaulttools.cli import main
+from vaulttools.lint import LintConfig, lint_vault
+from vaulttools.lint.cache import LintCache
+from vaulttools.taxonomy import load_taxonomy
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lint"
+TODAY = dt.date(2026, 11, 29)
+CONFIG = LintConfig(ignore=frozenset({"answer-not-retrieved"}))
+
+
+def cached_run(root: Path, config: LintConfig = CONFIG):
+    """What `vaulttools lint` does with its cache; returns (how it was answered, findings)."""
+    tax = load_taxonomy(root / "TAXONOMIE.md")
+    cache = LintCache.open(root, tax, config, today=TODAY)
+    result = cache.fast_result(tax, config, today=TODAY)
+    if result is None:
+        vault = Vault.load(root)
+        result = lint_vault(vault, tax, config, cache=cache, today=TODAY)
+        cache.record(vault, result, result.answers_checked)
+        cache.mode = "full"
+    cache.save()
+    return cache.mode, result.diagnostics, cache
+
+
+def fresh_run(root: Path, config: LintConfig = CONFIG):
+    return lint_vault(Vault.load(root), load_taxonomy(root / "TAXONOMIE.md"), config, today=TODAY).diagnostics
+
+
+def bump(path: Path) -> None:
+    """Make sure the modification time moves even on coarse clocks."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FIXTURES / "taxo-vault", tmp_path / "v"))
+
+
+def test_unchanged_vault_is_answered_from_the_cache(vault):
+    mode, first, _ = cached_run(vault)
+    assert mode == "full"
+    mode, second, _ = cached_run(vault)
+    assert mode == "unchanged" and second == first == fresh_run(vault)
+    assert (vault / ".vaulttools_cache" / ".gitignore").read_text(encoding="utf-8").strip().endswith("*")
+
+
+def test_body_edit_relints_only_that_note(vault):
+    cached_run(vault)
+    note = vault / "projets/docker-notes.md"
+    text = note.read_text(encoding="utf-8")
+    # add a line above the frontmatter's end and a broken link: positions move, a finding appears
+    note.write_text(text.replace("domains: [devops", "# moved\ndomains: [devops") + "\nVoir [[nulle-part]].\n",
+                    encoding="utf-8")
+    bump(note)
+    mode, diags, cache = cached_run(vault)
+    assert mode == "incremental"
+    assert diags == fresh_run(vault)
+    assert any(d.rule == "broken-link" and "nulle-part" in d.message for d in diags)
+    # and the next run is served whole again
+    assert cached_run(vault)[0] == "unchanged"
+
+
+def test_touched_but_identical_file_is_not_relinted(vault):
+    cached_run(vault)
+    bump(vault / "projets/push-swap.md")
+    mode, diags, _ = cached_run(vault)
+    assert mode == "unchanged" and diags == fresh_run(vault)
+
+
+@pytest.mark.parametrize("change", ["heading", "alias", "visibility", "new-note", "removed-note", "taxonomy"])
+def test_changes_seen_by_other_notes_trigger_a_full_run(vault, change):
+    cached_run(vault)
+    if change == "heading":  # docker-notes links to push-swap#Algo: a new heading repairs it
+        path = vault / "projets/push-swap.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\n## Algo\n", encoding="utf-8")
+    elif change == "alias":
+        path = vault / "projets/push-swap.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("  - tri par piles\n", ""), encoding="utf-8")
+    elif change == "visibility":
+        path = vault / "prive/mon-journal.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("private", "public"), encoding="utf-8")
+    elif change == "new-note":
+        path = vault / "projets/pushswap.md"
+        path.write_text("---\ntitle: P\nslug: pushswap\n---\n", encoding="utf-8")
+    elif change == "removed-note":
+        (vault / "a/index.md").unlink()
+        path = None
+    else:
+        path = vault / "TAXONOMIE.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("entre 1 et 3 domaines", "entre 1 et 4 domaines"),
+                        encoding="utf-8")
+    if path is not None:
+        bump(path)
+    mode, diags, _ = cached_run(vault)
+    assert mode == "full"
+    assert diags == fresh_run(vault)
+
+
+def test_answer_rule_active_means_full_runs_on_change(vault):
+    config = LintConfig()
+    cached_run(vault, config)
+    note = vault / "projets/docker-notes.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nplus\n", encoding="utf-8")
+    bump(note)
+    mode, diags, _ = cached_run(vault, config)
+    assert mode == "full" and diags == fresh_run(vault, config)
+
+
+def test_unusable_cache_is_ignored(tmp_path, vault, capsys, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("VAULTTOOLS_CACHE_DIR", str(blocker))
+    code = main(["lint", str(vault), "--format", "json"])
+    first = capsys.readouterr().out
+    assert code == 1 and json.loads(first)["notes"] == 9
+    # a corrupt cache file is ignored too
+    monkeypatch.delenv("VAULTTOOLS_CACHE_DIR")
+    main(["lint", str(vault), "--format", "json"])
+    capsys.readouterr()
+    (vault / ".vaulttools_cache" / "lint.bin").write_bytes(b"garbage")
+    main(["lint", str(vault), "--format", "json"])
+    assert json.loads(capsys.readouterr().out) == json.loads(first)
