@@ -18,7 +18,6 @@ Targets (issue 5): full lint of 10k ≤ 2 s whole process; second run after edit
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys

@@ -16,11 +16,8 @@ Quality on the question sets is measured by `vaulttools eval`, not here.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys

@@ -56,8 +56,6 @@ _TILDE_FENCE_RE = re.compile(r"(~~~~*)([^\n]*)")
 _BACKTICKS_RE = re.compile(r"``*")
 # [[...]]: the content holds no bracket and no line break.
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
-# The same, split in one go: target, #anchor (may hold more #), |display (`\|` in tables).
-_WIKI_PARTS_RE = re.compile(r"\[\[([^\[\]\n|#]*?)(?:#([^\[\]\n|]*?))?(?:\\?\|([^\[\]\n]*))?\]\]")
 # [text](dest "title") / [text](<dest>); text may hold one level of brackets; dest may hold balanced ().
 _MD_RE = re.compile(
     r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
@@ -238,7 +236,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
         rfind = masked.rfind
         wiki, embed = LinkKind.WIKILINK, LinkKind.EMBED
         cache = _SPAN_CACHE
-        for m in _WIKI_PARTS_RE.finditer(masked):
+        for m in _WIKI_RE.finditer(masked):
             start, end = m.span()
             kind = wiki
             if start:
@@ -248,12 +246,16 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 if before == "!":
                     start -= 1
                     kind = embed
-            target, anchor, display = m.groups()
-            target = target.strip()
-            if anchor is not None:
-                anchor = anchor.strip()
-            elif not target:
-                continue  # [[ ]] or [[|x]]: not a link
+            content = m.group(1)
+            if "|" in content or "#" in content:
+                target, anchor, display = _split_wiki(content)
+                if not target and anchor is None:
+                    continue  # [[|x]]: not a link
+            else:
+                target = content.strip()
+                if not target:
+                    continue  # [[ ]]: not a link
+                anchor = display = None
             line += count("\n", last, start)
             last = start
             col = start - rfind("\n", 0, start)
@@ -304,15 +306,20 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             else:
                 links = md_links
     if has_heading and ("\n#" in masked or masked.startswith("#")):
-        cur = _Cursor(masked, first_line)
-        for m in _HEADING_RE.finditer("\n" + masked):
+        line = first_line - 1  # the "\n" put in front counts one line break too many
+        last = 0
+        prefixed = "\n" + masked
+        count = prefixed.count
+        for m in _HEADING_RE.finditer(prefixed):
             # offsets in the "\n"-prefixed copy are one past the body's; the text comes from the original
             # (the masked copy blanks inline code such as "### `hasTag()`")
-            hashes_end = m.end(1) - 1
-            text = body[hashes_end : m.end() - 1].strip()
+            start, hashes_end = m.span(1)
+            text = body[hashes_end - 1 : m.end() - 1].strip()
             if text.endswith("#"):
                 text = _HEADING_CLOSE_RE.sub("", text).strip()
-            headings.append(Heading(text, m.end(1) - m.start(1), cur.at(m.start(1) - 1)[0]))
+            line += count("\n", last, start)
+            last = start
+            headings.append(Heading(text, hashes_end - start, line))
     if has_block:
         for m in _BLOCK_RE.finditer(masked):
             start = m.start()
@@ -330,6 +337,23 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
     out: list[Link] = []
     kind = LinkKind.FRONTMATTER
     for key, value, span, source in parsed.string_values:
+        if (
+            value.startswith("[[")
+            and value.endswith("]]")
+            and value.count("[") == 2
+            and value.count("]") == 2
+            and "|" not in value
+            and "#" not in value
+            and "\n" not in value
+            and len(source) in (len(value), len(value) + 2)
+        ):
+            # the usual `- "[[slug]]"`: no regex, no search
+            target = value[2:-2].strip()
+            if target:
+                col = span.column + (len(source) - len(value)) // 2
+                where = make_span(span.line, col, span.line, col + len(value))
+                out.append(Link(share(value), share(target), None, None, kind, where, key))
+            continue
         # exact columns when the value sits on one line as written (plain or simply quoted)
         found = source.find(value) if "\n" not in source else -1
         for m in _WIKI_RE.finditer(value):
@@ -460,6 +484,8 @@ class Resolver:
         # target key -> (candidates sorted by path, exact): what does not depend on the linking note.
         # Cleared whenever a file is added or removed.
         self._found: dict[str, tuple[tuple[str, ...], bool]] = {}
+        # link target as written -> the one file it finds from anywhere ("" if none or several)
+        self._unique: dict[str, str] = {}
 
     # -- index maintenance
     @staticmethod
@@ -474,6 +500,7 @@ class Resolver:
             return
         self.is_note[path] = is_note
         self._found.clear()
+        self._unique.clear()
         name, key = self.keys_of(path, is_note)
         _insert(self.by_name.setdefault(name, []), path)
         _insert(self.by_path.setdefault(key, []), path)
@@ -483,6 +510,7 @@ class Resolver:
         if is_note is None:
             return
         self._found.clear()
+        self._unique.clear()
         name, key = self.keys_of(path, is_note)
         _discard(self.by_name, name, path)
         _discard(self.by_path, key, path)
@@ -581,6 +609,20 @@ class Resolver:
             return Resolution(link, LinkStatus.AMBIGUOUS, path, cands)
         return Resolution(link, LinkStatus.OK, path)
 
+    def _learn_unique(self, target: str) -> str:
+        """The one file a wikilink `target` finds wherever it is written, or "" when that depends on the
+        linking note (relative, ambiguous) or nothing matches; remembered in `_unique`."""
+        key = name_key(target)
+        path = ""
+        if key[:1] not in "/." and not key.startswith("../"):
+            found = self._found.get(key)
+            if found is None:
+                found = self._found[key] = self._find_global(key)
+            if len(found[0]) == 1:
+                path = found[0][0]
+        self._unique[target] = path
+        return path
+
     def resolve_all(
         self, links: list[Link], source: str, anchors: Callable[[str], AnchorTable | None]
     ) -> list[Resolution]:
@@ -588,19 +630,26 @@ class Resolver:
         name or path, found once, no anchor) kept free of per-link function calls."""
         out: list[Resolution] = []
         append = out.append
-        key_cache = _KEY_CACHE
-        found_cache = self._found
+        unique = self._unique
         markdown = LinkKind.MARKDOWN
         ok = LinkStatus.OK
+        broken_anchor = LinkStatus.BROKEN_ANCHOR
+        is_note = self.is_note
         for link in links:
             target = link.target
-            if target and link.anchor is None and link.kind is not markdown:
-                key = key_cache.get(target)
-                if key is not None and key[:1] not in "/." and not key.startswith("../"):
-                    found = found_cache.get(key)
-                    if found is not None and len(found[0]) == 1:
-                        append(Resolution(link, ok, found[0][0]))
-                        continue
+            if target and link.kind is not markdown:
+                path = unique.get(target)
+                if path is None:
+                    path = self._learn_unique(target)
+                if path:
+                    anchor = link.anchor
+                    if anchor and is_note[path]:
+                        table = anchors(path)
+                        if table is not None and not table.has(anchor):
+                            append(Resolution(link, broken_anchor, path))
+                            continue
+                    append(Resolution(link, ok, path))
+                    continue
             append(self.resolve(link, source, anchors))
         return out
 

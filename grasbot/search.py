@@ -48,13 +48,14 @@ import math
 import re
 import time
 from collections import Counter
+from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from grasbot.notes import Note
-from grasbot.tokenize import raw_tokens, raw_words, tokenize, tokenize_short
+from grasbot.tokenize import token_counts, tokenize, tokenize_short
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -195,50 +196,19 @@ def _counts(texts: list[str]) -> dict[str, int]:
     return out
 
 
-class _BodyCounter:
-    """Counts a body's terms as vocabulary ids, through a cache from raw word to term id.
-
-    A pure function of the text (raw word -> tokens never changes); the cache only saves the per-word
-    Python work that dominates indexing a large vault: a body becomes one list of cached lookups and one
-    `np.unique`."""
-
-    __slots__ = ("vocab", "single", "multi")
-
-    def __init__(self, vocab: dict[str, int]) -> None:
-        self.vocab = vocab
-        self.single: dict[bytes, int] = {}  # raw word -> term id; -1: stop word; -2: several tokens
-        self.multi: dict[bytes, tuple[int, ...]] = {}
-
-    def _learn(self, raw: bytes) -> int:
-        tokens = raw_tokens(raw)
-        intern = self.vocab.setdefault
-        if len(tokens) == 1:
-            tid = intern(tokens[0], len(self.vocab))
-        elif not tokens:
-            tid = -1
-        else:
-            tid = -2
-            self.multi[raw] = tuple(intern(t, len(self.vocab)) for t in tokens)
-        if len(self.single) < 2_000_000:
-            self.single[raw] = tid
-        return tid
-
-    def count(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        words = raw_words(text)
-        get = self.single.get
-        ids = [get(w, -3) for w in words]
-        if -3 in ids:
-            ids = [i if i != -3 else self._learn(w) for i, w in zip(ids, words)]
-        arr = np.asarray(ids, dtype=np.int64)
-        if -2 in ids:
-            extra = [t for w, i in zip(words, ids) if i == -2 for t in self.multi[w]]
-            arr = np.concatenate([arr, np.asarray(extra, dtype=np.int64)])
-        arr = arr[arr >= 0]
-        terms, counts = np.unique(arr, return_counts=True)
-        return terms.astype(np.int32), counts.astype(np.int32)
+def _term_ids(vocab: dict[str, int], terms: list[str]) -> list[int]:
+    """Vocabulary ids of `terms` (new terms get the next ids, in sorted order), by one C-level multi-get."""
+    if not terms:
+        return []
+    missing = set(terms).difference(vocab)
+    for term in sorted(missing):
+        vocab[term] = len(vocab)
+    if len(terms) == 1:
+        return [vocab[terms[0]]]
+    return list(itemgetter(*terms)(vocab))
 
 
-def _read_doc(note: Note, full: bool, vocab: dict[str, int], body_counter: _BodyCounter) -> _Doc:
+def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
     title = note.title if full else note.stem
     slug = (note.slug or "") if full else ""
     aliases = note.aliases if full else []
@@ -273,24 +243,28 @@ def _read_doc(note: Note, full: bool, vocab: dict[str, int], body_counter: _Body
         add(_K_DOMAIN, value)
     for value in tags:
         add(_K_TAG, value)
-    intern = vocab.setdefault
     tids: list[int] = []
     tfield: list[int] = []
     tcount: list[int] = []
     for f, tf in enumerate(fields):
         if tf:
-            tids.extend([intern(t, len(vocab)) for t in tf])
+            tids.extend(_term_ids(vocab, list(tf)))
             tfield.extend([f] * len(tf))
             tcount.extend(tf.values())
-    body_terms, body_counts = body_counter.count(note.body)
-    ph_tids = [intern(t, len(vocab)) for p in phrases for t in p.tokens]
+    # The body, the bulk of the text: token entries may repeat (summed at build) and "" is a stop word.
+    body_tokens, body_counts = token_counts(note.body)
+    body_ids = np.asarray(_term_ids(vocab, body_tokens), dtype=np.int32)
+    body_counts_arr = np.asarray(body_counts, dtype=np.int32)
+    keep = body_ids != vocab[""]
+    body_ids, body_counts_arr = body_ids[keep], body_counts_arr[keep]
+    ph_tids = _term_ids(vocab, [t for p in phrases for t in p.tokens])
     return _Doc(
         note=note,
         id=note_id(note),
         key=(note.path, note.digest or str(len(note.text))),
-        tids=np.concatenate([np.asarray(tids, dtype=np.int32), body_terms]),
-        tfield=np.concatenate([np.asarray(tfield, dtype=np.int8), np.full(body_terms.size, _BODY, dtype=np.int8)]),
-        tcount=np.concatenate([np.asarray(tcount, dtype=np.int32), body_counts]),
+        tids=np.concatenate([np.asarray(tids, dtype=np.int32), body_ids]),
+        tfield=np.concatenate([np.asarray(tfield, dtype=np.int8), np.full(body_ids.size, _BODY, dtype=np.int8)]),
+        tcount=np.concatenate([np.asarray(tcount, dtype=np.int32), body_counts_arr]),
         phrases=phrases,
         ph_tids=np.asarray(ph_tids, dtype=np.int32),
         priority=note.priority if full else None,
@@ -323,7 +297,7 @@ class SearchIndex:
         self._docs: list[_Doc] = []
         self._cache: dict[str, _Doc] = {}  # path -> tokenized note, reused by `update`
         self._by_path: dict[str, int] = {}
-        self._vocab: dict[str, int] = {}
+        self._vocab: dict[str, int] = {"": 0}  # "" stands for stop words in body counts: never a posting
         self._idf = np.zeros(0)
         self._idf_unseen = 0.0
         self._p_off = np.zeros(1, dtype=np.int64)
@@ -348,7 +322,6 @@ class SearchIndex:
         self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
         self._sorted_terms: list[tuple[str, int]] = []
         self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on rebuild
-        self._body_counter = _BodyCounter(self._vocab)
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -399,7 +372,7 @@ class SearchIndex:
                 continue
             doc = self._cache.get(path)
             if doc is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
-                doc = _read_doc(note, mode is True, self._vocab, self._body_counter)
+                doc = _read_doc(note, mode is True, self._vocab)
             else:
                 doc.note = note
                 doc.id = note_id(note)  # a new same-named file elsewhere can change a note's id

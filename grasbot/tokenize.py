@@ -18,10 +18,11 @@ import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
+from operator import itemgetter
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "count_tokens", "fold", "raw_tokens", "raw_words", "stem", "tokenize", "tokenize_short", "words"]
+__all__ = ["STOP_WORDS", "count_tokens", "fold", "stem", "token_counts", "tokenize", "tokenize_short", "words"]
 
 _CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
 _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
@@ -88,7 +89,8 @@ def _token(word: str) -> str:
     if folded in STOP_WORDS or not folded:
         return ""
     if folded.isdigit():
-        return folded
+        # A lone digit ("2 + 2", "les piles A et B", list numbering) names nothing; 42, 2024 do.
+        return folded if len(folded) > 1 else ""
     stemmed = _stemmer.stemWord(folded)
     # Folding hides the `é` of `-ée`/`-é` endings from Snowball, which then leaves a bare `e`
     # (`developpee` -> `developpe`): drop it so the participle meets the verb and the noun.
@@ -173,27 +175,42 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
-def raw_words(text: str) -> list[bytes]:
-    """The raw words of `text` (lowercased UTF-8 bytes, ASCII punctuation removed), before stop words and
-    stemming: `raw_tokens` maps each to its tokens. For callers that cache per raw word themselves."""
-    return _prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split()
+# Raw word -> its single token ("" for a stop word, "\0" when it splits into several tokens): lets a long
+# text be mapped with one C-level multi-get instead of a Python loop per word.
+_SINGLE: dict[bytes, str] = {}
+_MULTI = "\0"
 
 
-def raw_tokens(raw: bytes) -> tuple[str, ...]:
-    """The tokens of one raw word from `raw_words` (usually one, none for a stop word)."""
-    found = _RAW.get(raw)
-    return found if found is not None else _raw_tokens(raw)
+def token_counts(text: str) -> tuple[list[str], list[int]]:
+    """Tokens of `text` with their counts, one entry per distinct raw word: a token may appear more than
+    once (`pile`, `piles`) and "" stands for stop words. Cheaper than `count_tokens` on long texts;
+    the caller sums duplicates and drops ""."""
+    raw_counts = Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
+    if not raw_counts:
+        return [], []
+    missing = raw_counts.keys() - _SINGLE.keys()
+    for raw in missing:
+        found = _raw_tokens(raw)
+        _SINGLE[raw] = found[0] if len(found) == 1 else ("" if not found else _MULTI)
+    keys = list(raw_counts)
+    tokens = list(itemgetter(*keys)(_SINGLE)) if len(keys) > 1 else [_SINGLE[keys[0]]]
+    counts = list(raw_counts.values())
+    if _MULTI in tokens:
+        for raw, token in zip(keys, list(tokens)):
+            if token == _MULTI:
+                for extra in _raw_tokens(raw):
+                    tokens.append(extra)
+                    counts.append(raw_counts[raw])
+        tokens = [t if t != _MULTI else "" for t in tokens]
+    if len(_SINGLE) > 1 << 21:  # bound the cache on pathological input (it is only a cache)
+        _SINGLE.clear()
+    return tokens, counts
 
 
 def count_tokens(text: str) -> dict[str, int]:
-    """Term frequencies of `text` (the same tokens as `tokenize`), computed over distinct raw words."""
-    raw_counts = Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
+    """Term frequencies of `text` (the same tokens as `tokenize`)."""
     out: dict[str, int] = {}
-    get = _RAW.get
-    for raw, count in raw_counts.items():
-        found = get(raw)
-        if found is None:
-            found = _raw_tokens(raw)
-        for token in found:
+    for token, count in zip(*token_counts(text)):
+        if token:
             out[token] = out.get(token, 0) + count
     return out

@@ -473,6 +473,8 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if proc.stdout:
+            proc.stdout.close()
     missing = subprocess.run(
         [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(tmp_path / "absent")],
         env=env, capture_output=True, text=True, timeout=60,

@@ -134,3 +134,15 @@ def test_unusable_cache_is_ignored(tmp_path, vault, capsys, monkeypatch):
     (vault / ".vaulttools_cache" / "lint.bin").write_bytes(b"garbage")
     main(["lint", str(vault), "--format", "json"])
     assert json.loads(capsys.readouterr().out) == json.loads(first)
+
+
+def test_a_damaged_snapshot_falls_back_to_a_full_run(vault):
+    _, first, cache = cached_run(vault)
+    note = vault / "projets/docker-notes.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nplus\n", encoding="utf-8")
+    bump(note)
+    cache.snapshot["notes"]["projets/push-swap.md"] = ("x", ("not", "exports"), ())  # wrong shape
+    cache.dirty = True
+    cache.save()
+    mode, diags, _ = cached_run(vault)
+    assert mode == "full" and diags == fresh_run(vault)

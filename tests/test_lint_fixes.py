@@ -23,7 +23,7 @@ from vaulttools.cli import main
 from vaulttools.lint import LintConfig, apply_fixes, lint_vault
 from vaulttools.lint.diagnostics import Edit
 from vaulttools.lint.fixes import FileChangedError, apply_edits_to_text, fix_bytes, write_fixed
-from vaulttools.taxonomy import find_taxonomy, load_taxonomy
+from vaulttools.taxonomy import load_taxonomy
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lint"
 NASTY = FIXTURES / "nasty-vault"

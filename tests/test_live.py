@@ -246,3 +246,23 @@ def test_attachments_change_link_status(live: LiveVault) -> None:
     delta = live.apply(["schema-test.png"])
     assert delta.files_removed == ("schema-test.png",)
     assert [d.rule for d in delta.new] == ["broken-link"]
+
+
+def test_duplicate_slug_and_alias_are_checked_on_both_notes(live: LiveVault) -> None:
+    path = note_with_domains(live)
+    note = live.note(path)
+    if not note.slug or not note.aliases:
+        pytest.skip("the chosen note has no slug or alias")
+    twin = "50-Technique/jumeau.md"
+    (live.root / twin).write_text(
+        f"---\ntitle: Jumeau\nslug: {note.slug}\naliases: [{note.aliases[0]}]\n---\nCorps.\n", encoding="utf-8"
+    )
+    delta = live.apply([twin])
+    found = {(d.path, d.rule) for d in delta.new}
+    # the other note was not touched on disk, yet its own duplicate findings appear
+    assert {(path, "slug-duplicate"), (twin, "slug-duplicate"), (path, "alias-duplicate"), (twin, "alias-duplicate")} <= found
+    assert ("slug-duplicate" in {d.rule for d in live.diagnostics(path)})
+    (live.root / twin).unlink()
+    delta = live.apply([twin])
+    assert {(path, "slug-duplicate"), (path, "alias-duplicate")} <= {(d.path, d.rule) for d in delta.fixed}
+    assert not [d for d in live.diagnostics(path) if d.rule.endswith("-duplicate")]

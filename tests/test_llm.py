@@ -228,8 +228,8 @@ def test_fake_ollama_protocol(fake_ollama: FakeOllama) -> None:
     import httpx
     import ollama
 
-    client = ollama.Client(host=fake_ollama.url)
-    assert [m.model for m in client.list().models] == ["qwen3:8b"]
+    with ollama.Client(host=fake_ollama.url) as client:
+        assert [m.model for m in client.list().models] == ["qwen3:8b"]
     with httpx.Client(base_url=fake_ollama.url, timeout=5, trust_env=False) as http:
         assert http.get("/api/version").json()["version"]
         r = http.post("/api/chat", json={"model": "inconnu:1b", "messages": []})

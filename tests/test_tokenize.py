@@ -66,8 +66,10 @@ def test_stop_words_french_english_and_question_fillers_dropped() -> None:
     assert {"le", "the", "comment", "parle"} <= STOP_WORDS
 
 
-def test_digits_are_kept() -> None:
+def test_digits_are_kept_but_not_a_lone_digit() -> None:
     assert tokenize("École 42 en 2024") == ["ecol", "42", "2024"]
+    assert tokenize("Combien font 2 + 2 ?") == []
+    assert tokenize("impression 3D") == ["impress", "3d"]
 
 
 def test_count_tokens_agrees_with_tokenize() -> None:

@@ -390,7 +390,7 @@ def test_real_command_in_a_subprocess(sample_vault_copy: Path, api: FakeApi) -> 
         tail.append(lines.get())
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    assert any("stopped after" in line and "2 changes checked" in line and "2 reloads sent (2 ok)" in line for line in tail)
+    assert any("stopped after" in line and "2 changes checked" in line and "reloads: 2 ok;" in line for line in tail)
     assert len(api.calls) == 2
 
 

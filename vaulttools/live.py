@@ -120,6 +120,74 @@ class _Linter:
         return list(getattr(result, "diagnostics", result))
 
 
+class _IdentityRows:
+    """The linter's per-note identity rows (slug, aliases, visibility), kept up to date note by note.
+
+    The duplicate-slug/alias and private-link rules need them for every note of the vault; computed from
+    scratch they cost ~0.5 s per check on 10,000 notes, which a watcher re-checking one note cannot pay.
+    The rows come from the linter's own `identity_rows` (one note at a time), so their shape is always the
+    linter's; the linter reads them through its `vault.identity_rows()` hook (see `_LintView`).
+    """
+
+    def __init__(self, vault: Vault) -> None:
+        self._rows: dict[str, tuple] | None = None
+        try:
+            from vaulttools.lint.rules.slugs import identity_rows
+        except ImportError:  # the hook moved: the linter computes the rows itself, only slower
+            self._compute = None
+            return
+        self._compute = identity_rows
+        self._rows = {row[0]: row for row in identity_rows(vault)}
+
+    @property
+    def available(self) -> bool:
+        return self._rows is not None
+
+    def refresh(self, vault: Vault, paths: Iterable[str]) -> None:
+        rows = self._rows
+        if rows is None or self._compute is None:
+            return
+        added = False
+        for path in paths:
+            note = vault.notes.get(path)
+            if note is None:
+                rows.pop(path, None)
+                continue
+            added |= path not in rows
+            rows[path] = self._compute(_OneNote(path, note))[0]
+        if added:  # the linter iterates rows in the vault's (sorted) order
+            self._rows = dict(sorted(rows.items()))
+
+    def rows(self) -> list[tuple]:
+        return list(self._rows.values()) if self._rows is not None else []
+
+
+class _OneNote:
+    """A one-note stand-in vault, to compute one note's identity row with the linter's own function."""
+
+    __slots__ = ("notes",)
+
+    def __init__(self, path: str, note: Note) -> None:
+        self.notes = {path: note}
+
+
+class _LintView:
+    """The vault as handed to the linter by a LiveVault: the vault itself (every attribute is delegated),
+    plus the `identity_rows()` hook answered from `_IdentityRows` instead of recomputed."""
+
+    __slots__ = ("_vault", "_rows")
+
+    def __init__(self, vault: Vault, rows: _IdentityRows) -> None:
+        self._vault = vault
+        self._rows = rows
+
+    def identity_rows(self) -> list[tuple]:
+        return self._rows.rows()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._vault, name)
+
+
 def _fold(text: str) -> str:
     """Case- and accent-folded, as the duplicate rules compare slugs and aliases."""
     decomposed = unicodedata.normalize("NFKD", text.strip().casefold())
@@ -176,6 +244,7 @@ class LiveVault:
         self.notices: list[str] = list(notices)
         for path, note in vault.notes.items():
             self._index_identity(path, note)
+        self._rows = _IdentityRows(vault)
         self._store(self._lint_all())
 
     # -- construction ----------------------------------------------------------------------------------
@@ -197,9 +266,29 @@ class LiveVault:
 
         Raises FileNotFoundError/NotADirectoryError for a missing vault folder, and whatever the taxonomy
         loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages)."""
+        vault = Vault.load(root, exclude)
+        if taxonomy is not None:
+            _read_taxonomy(_find_taxonomy(vault.root, taxonomy))  # asked for by name: TaxonomyError now
+        return cls.from_vault(vault, taxonomy=taxonomy, config=config, with_index=with_index)
+
+    @classmethod
+    def from_vault(
+        cls,
+        vault: Vault,
+        *,
+        taxonomy: str | Path | None = None,
+        config: Any = None,
+        index: Any = None,
+        with_index: bool | None = None,
+    ) -> LiveVault:
+        """Like `load`, over a `Vault` already read (and, optionally, its `SearchIndex` already built:
+        `with_index` then defaults to True). Never raises for the taxonomy: a taxonomy that cannot be read
+        leaves the structural rules only, and `taxonomy_error` says why (editing the file to fix it brings
+        the vocabulary rules back). Raises ConfigError for a broken lint configuration when `config` is None."""
         from vaulttools.taxonomy import TaxonomyError
 
-        vault = Vault.load(root, exclude)
+        if with_index is None and index is not None:
+            with_index = True
         if config is None:
             from vaulttools.lint import load_config
 
@@ -209,10 +298,6 @@ class LiveVault:
         try:
             loaded = _read_taxonomy(taxonomy_path)
         except TaxonomyError as exc:
-            if taxonomy is not None:
-                raise
-            # found, not asked for: watch with the structural rules and say why; fixing the file
-            # brings the vocabulary rules back (apply() reloads it when it changes)
             loaded, error = None, str(exc)
         notices = []
         if with_index is None:
@@ -222,7 +307,10 @@ class LiveVault:
                     f"answer-not-retrieved is not checked while watching a vault of more than "
                     f"{INDEX_AUTO_LIMIT} notes (run `vaulttools lint` for it)"
                 )
-        index = _build_index(vault) if with_index else None
+        if index is None and with_index:
+            index = _build_index(vault)
+        if not with_index:
+            index = None
         if index is None and config.enabled("answer-not-retrieved"):
             # without a live index every re-check would build a whole new one
             config = config.with_options(ignore=["answer-not-retrieved"])
@@ -319,6 +407,7 @@ class LiveVault:
             self._note_keys.clear()
             for p, note in self.vault.notes.items():
                 self._index_identity(p, note)
+            self._rows = _IdentityRows(self.vault)
             self._diags = {}
             self._store(self._lint_all())
             after = self._all_diags()
@@ -348,6 +437,7 @@ class LiveVault:
         unsettled: list[str] = []
         read_failures: dict[str, str] = {}
         cleared: set[str] = set()
+        reread: set[str] = set()  # every note the vault re-read or dropped, settled or not
         merged = LinkChange()
         folders: list[str] = []  # folders in this batch: their files are re-read by the folder's walk
         for rel in paths:
@@ -364,6 +454,7 @@ class LiveVault:
             except Exception as exc:  # the engine promises not to raise; if it does, flag the file
                 read_failures[rel] = f"cannot read this file: {type(exc).__name__}: {exc}"
                 change = LinkChange()
+            reread |= change.changed
             if self._caught_mid_write(rel, stat_before):
                 unsettled.append(rel)
                 self._carry |= change.relinked
@@ -375,6 +466,7 @@ class LiveVault:
             relinked |= change.relinked
             merged.changed |= change.changed
             merged.relinked |= change.relinked
+        self._rows.refresh(vault, reread)
         if self.index is not None and (merged.changed or merged.relinked):
             merged.relinked -= merged.changed
             try:
@@ -527,14 +619,15 @@ class LiveVault:
             return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]
 
     def _lint_some(self, paths: list[str]) -> list[Diagnostic]:
+        vault: Any = _LintView(self.vault, self._rows) if self._rows.available else self.vault
         try:
-            return self._linter.lint_some(self.vault, self.index, paths)
+            return self._linter.lint_some(vault, self.index, paths)
         except Exception:
             pass
         out: list[Diagnostic] = []  # one note at a time, so one bad note does not hide the others
         for path in paths:
             try:
-                out.extend(self._linter.lint_some(self.vault, self.index, [path]))
+                out.extend(self._linter.lint_some(vault, self.index, [path]))
             except Exception as exc:
                 out.append(_file_diagnostic(path, f"the linter failed on this note: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE))
         return out

@@ -323,8 +323,8 @@ class Reporter:
             return
         reloads = ""
         if stats.reloads_sent:
-            failed = f", {stats.reloads_failed} failed" if stats.reloads_failed else ""
-            reloads = f", {stats.reloads_sent} reloads sent ({stats.reloads_ok} ok{failed})"
+            failed = f", {stats.reloads_failed} failed attempts" if stats.reloads_failed else ""
+            reloads = f", reloads: {stats.reloads_ok} ok{failed}"
         notes = live.note_count() if live is not None else 0
         if reason == "interrupt" and self.console.is_terminal:
             self._write("\n")  # the terminal echoed ^C: start the summary on a line of its own

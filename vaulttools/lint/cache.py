@@ -77,17 +77,22 @@ def _decode(path: str, row: tuple) -> Diagnostic:
 
 
 def exports(note: Note) -> tuple:
-    """What other notes' findings depend on: if this is unchanged, their findings are too."""
+    """What other notes' findings depend on: if this is unchanged, their findings are too.
+
+    (headings, block ids, slug, aliases as the engine reads them, their folded forms, raw visibility,
+    is_private)."""
+    from vaulttools.lint.rules.slugs import _alias_strings, alias_keys
+
     meta = note.meta if isinstance(note.meta, dict) else {}
     slug = meta.get("slug")
-    aliases = meta.get("aliases")
+    aliases = _alias_strings(meta.get("aliases"))
     visibility = meta.get("visibility")
     return (
         tuple((h.text, h.level) for h in note.headings),
         tuple(sorted(note.block_ids)),
         slug if isinstance(slug, str) else None,
-        tuple(a if isinstance(a, (str, int, float)) else repr(a) for a in aliases) if isinstance(aliases, list)
-        else (aliases if isinstance(aliases, str) else None),
+        aliases,
+        alias_keys(aliases),
         visibility if isinstance(visibility, str) else (None if visibility is None else repr(visibility)),
         note.is_private,
     )
@@ -158,16 +163,17 @@ class _CachedVault:
         self._resolver = None
         self._with_aliases = False
         self._anchors: dict[str, Any] = {}
+        self._rows: list[tuple] | None = None
 
     def identity_rows(self) -> list[tuple]:
-        rows = []
-        for path, entry in self._stored.items():
-            note = self.notes.changed.get(path)
-            ex = exports(note) if note is not None else entry[1]
-            from vaulttools.lint.rules.slugs import _alias_strings
-
-            rows.append((path, ex[2], _alias_strings(ex[3]), ex[5]))
-        return rows
+        if self._rows is None:
+            rows = []
+            for path, entry in self._stored.items():
+                note = self.notes.changed.get(path)
+                ex = exports(note) if note is not None else entry[1]
+                rows.append((path, ex[2], ex[3], ex[4], ex[6]))
+            self._rows = rows
+        return self._rows
 
     def _get_resolver(self, aliases: bool):
         from grasbot.links import Resolver
@@ -182,10 +188,9 @@ class _CachedVault:
         if aliases and not self._with_aliases:
             # only needed to name the likely target of a broken link: added on the first broken one
             for path, entry in self._stored.items():
-                found = entry[1][3]
-                if isinstance(found, tuple) and found:
-                    self._resolver.add_aliases(path, [str(a) for a in found if isinstance(a, (str, int, float))
-                                                      and not isinstance(a, bool)])
+                found = [a for a in entry[1][3] if a is not None]
+                if found:
+                    self._resolver.add_aliases(path, found)
             self._with_aliases = True
         return self._resolver
 
@@ -214,12 +219,12 @@ class _CachedVault:
 
 
 def _stand_in(path: str, ex: tuple) -> Note:
-    headings, blocks, slug, aliases, visibility, _private = ex
+    headings, blocks, slug, aliases, _keys, visibility, _private = ex
     meta: dict[str, Any] = {}
     if slug is not None:
         meta["slug"] = slug
-    if aliases is not None:
-        meta["aliases"] = list(aliases) if isinstance(aliases, tuple) else aliases
+    if aliases:
+        meta["aliases"] = [a for a in aliases if a is not None]
     if visibility is not None:
         meta["visibility"] = visibility  # a non-string was stored as its repr: still private, as before
     return Note(path=path, text="", meta=meta, body="", body_line=1, has_frontmatter=True,
@@ -303,6 +308,14 @@ class LintCache:
 
     def fast_result(self, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> Any:
         """The findings without loading the vault, when the stored ones can be reused; else None."""
+        try:
+            return self._fast_result(taxonomy, config, today)
+        except Exception:  # a cache from another version or damaged on disk: never an error, a full run
+            self.snapshot = None
+            self.mode = "full"
+            return None
+
+    def _fast_result(self, taxonomy: Any, config: LintConfig, today: _dt.date | None) -> Any:
         snap = self.snapshot
         if not snap:
             return None

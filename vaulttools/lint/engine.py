@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]
 
 #: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 #: Rules checked by each vault-wide family (to skip a family, and its cost, when all its rules are off).
 _FAMILY_RULES: dict[str, frozenset[str]] = {}

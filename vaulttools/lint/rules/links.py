@@ -80,7 +80,7 @@ def _broken_anchor(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:
 def _private_paths(vault) -> set[str]:
     rows = getattr(vault, "identity_rows", None)
     if rows is not None:  # a cached vault knows visibility without building notes
-        return {row[0] for row in rows() if row[3]}
+        return {row[0] for row in rows() if row[-1]}
     return {path for path, note in vault.notes.items() if note.is_private}
 
 

@@ -30,6 +30,8 @@ IdentityRow = tuple  # (path, slug or None, aliases tuple, is_private)
 
 def _alias_strings(aliases) -> tuple:
     """Aliases as the engine reads them (`- 42` is the alias "42"); other items keep their place as None."""
+    if isinstance(aliases, str):
+        return (aliases,) if aliases.strip() else ()  # a lone string is one alias (field-type flags it)
     if not isinstance(aliases, (list, tuple)):
         return ()
     return tuple(
@@ -37,8 +39,14 @@ def _alias_strings(aliases) -> tuple:
     )
 
 
-def identity_rows(vault) -> list[IdentityRow]:
-    """(path, slug, aliases, is_private) of every note; a cached vault gives them without building notes."""
+def alias_keys(aliases: tuple) -> tuple:
+    """The folded form of each alias (None for non-aliases and blanks): how retrieval compares them."""
+    return tuple(fold(a) if a is not None and a.strip() else None for a in aliases)
+
+
+def identity_rows(vault) -> list[tuple]:
+    """(path, slug or None, aliases, folded aliases, is_private) of every note; a cached vault gives them
+    from its store without building notes."""
     rows = getattr(vault, "identity_rows", None)
     if rows is not None:
         return rows()
@@ -46,8 +54,8 @@ def identity_rows(vault) -> list[IdentityRow]:
     for path, note in vault.notes.items():
         meta = note.meta if isinstance(note.meta, dict) else {}
         slug = meta.get("slug")
-        aliases = meta.get("aliases")
-        out.append((path, slug if isinstance(slug, str) else None, _alias_strings(aliases), note.is_private))
+        aliases = _alias_strings(meta.get("aliases"))
+        out.append((path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), note.is_private))
     return out
 
 
@@ -60,15 +68,15 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     want_aliases: set[str] | None = None
     if len(wanted) < len(rows) // 2:
         want_slugs, want_aliases = set(), set()
-        for path, slug, aliases, private in rows:
+        for path, slug, aliases, keys, private in rows:
             if path in wanted:
                 if slug and slug.strip():
                     want_slugs.add(_nfc(slug.strip()).casefold())
                 if not private:
-                    want_aliases.update(fold(a) for a in aliases if isinstance(a, str) and a.strip())
+                    want_aliases.update(k for k in keys if k)
     by_slug: dict[str, list[str]] = {}
     by_alias: dict[str, list[tuple[str, int, str]]] = {}
-    for path, slug, aliases, private in rows:
+    for path, slug, aliases, keys, private in rows:
         if slug and slug.strip():
             key = _nfc(slug.strip()).casefold()
             if want_slugs is None or key in want_slugs:
@@ -76,13 +84,11 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
         if private:
             continue  # private notes are never candidates: their aliases compete with nothing
         seen: set[str] = set()
-        for i, alias in enumerate(aliases):
-            if isinstance(alias, str) and alias.strip():
-                key = fold(alias)
-                if key in seen or (want_aliases is not None and key not in want_aliases):
-                    continue  # a repeat inside one note is duplicate-item's finding
-                seen.add(key)
-                by_alias.setdefault(key, []).append((path, i, alias))
+        for i, key in enumerate(keys):
+            if key is None or key in seen or (want_aliases is not None and key not in want_aliases):
+                continue  # a repeat inside one note is duplicate-item's finding
+            seen.add(key)
+            by_alias.setdefault(key, []).append((path, i, aliases[i]))
     for key in sorted(by_slug):
         group = sorted(by_slug[key])
         if len(group) < 2:

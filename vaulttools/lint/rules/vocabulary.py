@@ -110,7 +110,7 @@ def _values(note: Note, ctx: LintContext, name: str) -> Iterator[Diagnostic]:
         guess = ctx.suggester(f"vocab.{name}", lambda: allowed).suggest(item)
         hint = f"did you mean `{guess}`? " if guess else ""
         remedy = (
-            f"use a listed value" if vocabulary.closed else f"use a listed value or add `{item}` to TAXONOMIE.md first"
+            "use a listed value" if vocabulary.closed else f"use a listed value or add `{item}` to TAXONOMIE.md first"
         )
         yield make(ctx, note, span, rule,
                    f"`{item}` is not in the {kind} of `{name}` ({where}); {hint}{remedy}", None, severity)

@@ -288,7 +288,7 @@ class MainScreen(Screen[None]):
 
     def _first_paint(self) -> None:
         if self.first_screen_at is None:
-            self.call_after_refresh(self._first_paint)
+            self.first_screen_at = time.perf_counter()
         self._painted.set()
 
     def on_loaded(self, message: Loaded) -> None:
