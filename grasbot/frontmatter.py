@@ -284,6 +284,15 @@ def _yaml_counts_lines_like_us(fm: str) -> bool:
 
 def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile) -> None:
     """Parse the frontmatter text `fm`, which starts at character `fm_offset`, line `fm_line`, column 1."""
+    if _fast_yaml(fm, fm_line, result):
+        return
+    _parse_yaml_libyaml(fm, path, fm_offset, fm_line, index, result)
+
+
+def _parse_yaml_libyaml(
+    fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile
+) -> None:
+    """`_parse_yaml` by libyaml's node tree: any frontmatter, with exact error positions."""
     loader = _Loader(fm)
     try:
         node = loader.get_single_node()
@@ -362,6 +371,333 @@ def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineInd
             elif "[[" in text:
                 source = fm[value_node.start_mark.index : value_node.end_mark.index]
                 strings.append((key, text, span_of(value_node), source))
+
+
+# -- fast path ---------------------------------------------------------------------------------------
+#
+# Almost every real frontmatter is a flat block mapping of `key: scalar`, `key: [a, b]` and `key:` followed
+# by `- item` lines. For those, a line-by-line reader in Python gives exactly what CSafeLoader gives (plain
+# scalars typed by PyYAML's own implicit resolvers and SafeConstructor) plus positions, at a fraction of
+# the cost of composing libyaml's node tree. Anything outside that subset (anchors, tags, block scalars,
+# nested mappings, multi-line scalars, escapes, tabs, \r, exotic line breaks, odd indentation, errors...)
+# makes `_fast_yaml` return False and the C loader reads the frontmatter as before:
+# tests/test_frontmatter_fastpath.py checks with hypothesis that both agree on data and positions.
+
+# Characters allowed by the fast path: libyaml's printable set minus tab, \r, U+0085, U+2028/9 and BOM.
+_NOT_SIMPLE_RE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# a top-level key that is a plain word, then `:` and a blank or the end of the line
+_KEY_RE = re.compile(r"[^\W\d][\w-]*")
+# one item of a one-line flow sequence: "double" (no escape), 'single', or a plain scalar without any
+# character that could make it something else; then `,` or `]`
+_FLOW_ITEM_RE = re.compile(
+    r" *(?:\"([^\"\\]*)\"|'((?:[^']|'')*)'|([^ ,\[\]{}#'\"?:!&*|>%@`-][^,\[\]{}#:]*?)) *([,\]])"
+)
+_EMPTY_FLOW_RE = re.compile(r"\[ *\]")
+# first characters that make a plain scalar something else (or an error) in block context
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_KEY_MAYBE_TYPED = frozenset("yYnNtTfFoO")
+_SAFE = yaml.constructor.SafeConstructor()
+_TYPED_CACHE: dict[str, Any] = {}
+
+
+class _NotSimple(Exception):
+    """The frontmatter is outside the fast path's subset: let libyaml read it."""
+
+
+_MISS: Any = object()
+
+
+def _typed(value: str) -> Any:
+    """A plain scalar as SafeConstructor builds it: str, or null/bool/int/float/date by PyYAML's rules."""
+    found = _TYPED_CACHE.get(value, _MISS)
+    if found is not _MISS:
+        return found
+    resolvers = _IMPLICIT.get(value[:1], _NO_IMPLICIT) if value else _IMPLICIT.get("", ())
+    for tag, regexp in resolvers:
+        if regexp.match(value):
+            constructor = _SCALAR_CONSTRUCTORS.get(tag)
+            if constructor is None:  # merge key, `=`, and other tags only the full loader knows
+                raise _NotSimple
+            try:
+                found = constructor(_SAFE, yaml.ScalarNode(tag, value))
+            except Exception:  # let the full loader report it exactly as before
+                raise _NotSimple from None
+            break
+    else:
+        found = _STR_CACHE.setdefault(value, value) if len(value) <= _SHORT else value
+    if len(value) <= _SHORT:
+        if len(_TYPED_CACHE) >= _CACHE_LIMIT:
+            _TYPED_CACHE.clear()
+        _TYPED_CACHE[value] = found  # immutable values only (str, None, bool, int, float, date, datetime)
+    return found
+
+
+def _after_quote(tail: str) -> None:
+    """What may follow a closing quote: blanks, then maybe a comment."""
+    if tail:
+        rest = tail.lstrip(" ")
+        if rest and (rest[0] != "#" or len(rest) == len(tail)):
+            raise _NotSimple
+
+
+def _scalar(rest: str) -> tuple[Any, str, int]:
+    """A block-context scalar written on one line: (value, value text as libyaml reports it, length as
+    written, quotes included). `rest` starts at the scalar's first character."""
+    first = rest[0]
+    if first == '"':
+        end = rest.find('"', 1)
+        if end == -1:
+            raise _NotSimple
+        text = rest[1:end]
+        if "\\" in text:
+            raise _NotSimple
+        _after_quote(rest[end + 1 :])
+        return (_STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text), text, end + 1
+    if first == "'":
+        i = 1
+        while True:
+            end = rest.find("'", i)
+            if end == -1:
+                raise _NotSimple
+            if rest.startswith("'", end + 1):
+                i = end + 2
+                continue
+            break
+        text = rest[1:end]
+        if "''" in text:
+            text = text.replace("''", "'")
+        _after_quote(rest[end + 1 :])
+        return (_STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text), text, end + 1
+    if first in _INDICATORS:
+        raise _NotSimple
+    cut = rest.find(" #")
+    text = (rest if cut == -1 else rest[:cut]).rstrip(" ")
+    if ": " in text or text[-1] == ":":
+        raise _NotSimple
+    return _typed(text), text, len(text)
+
+
+def _fast_yaml(fm: str, fm_line: int, result: ParsedFile) -> bool:
+    """Read `fm` if it is in the simple subset (see above) and fill `result`; False (and `result`
+    untouched) otherwise."""
+    if _NOT_SIMPLE_RE.search(fm) is not None:
+        return False
+    try:
+        meta, keys, items, strings = _fast_parts(fm, fm_line)
+    except _NotSimple:
+        return False
+    result.meta = meta
+    result.key_positions = keys
+    result.item_positions = items
+    result.string_values = strings
+    return True
+
+
+def _fast_parts(
+    fm: str, fm_line: int
+) -> tuple[dict[str, Any], dict[str, Span], dict[str, list[Span]], list[tuple[str, str, Span, str]]]:
+    meta: dict[str, Any] = {}
+    keys: dict[str, Span] = {}
+    items: dict[str, list[Span]] = {}
+    strings: list[tuple[str, str, Span, str]] = []
+    cache = _SPAN_CACHE
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    span_get = cache.get
+    typed_get = _TYPED_CACHE.get
+    miss = _MISS
+    indicators = _INDICATORS
+    list_fields = _LIST_FIELDS
+    # the key whose value is still open (`key:` then nothing on its line), and its block sequence
+    open_key: str | None = None
+    open_line = 0
+    seq: list[Any] | None = None
+    seq_spans: list[Span] = []
+    seq_indent = -1
+    line_no = fm_line - 1
+    for line in fm.split("\n"):
+        line_no += 1
+        if not line:
+            continue
+        first = line[0]
+        if first == " " or first == "-":
+            # a block sequence item (or a blank or comment line)
+            stripped = line.lstrip(" ") if first == " " else line
+            if not stripped or stripped[0] == "#":
+                continue
+            if open_key is None or stripped[0] != "-" or (len(stripped) > 1 and stripped[1] != " "):
+                raise _NotSimple  # continuation lines, nested blocks, indented keys...
+            indent = len(line) - len(stripped)
+            if seq is None:
+                seq = []
+                seq_spans = []
+                seq_indent = indent
+            elif indent != seq_indent:
+                raise _NotSimple
+            rest = stripped[2:]
+            if rest[:1] == " ":
+                rest = rest.lstrip(" ")
+            if not rest:
+                value: Any = None
+                text = ""
+                start = indent + 2
+                size = 0
+            else:
+                start = len(line) - len(rest) + 1
+                c = rest[0]
+                last = rest[-1]
+                if c == '"' and last == '"' and rest.find('"', 1) == len(rest) - 1 and "\\" not in rest:
+                    text = rest[1:-1]
+                    value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
+                    size = len(rest)
+                elif c not in indicators and last != " " and last != ":" and ": " not in rest and " #" not in rest:
+                    text = rest
+                    value = typed_get(text, miss)
+                    if value is miss:
+                        value = _typed(text)
+                    size = len(rest)
+                elif c == "#":
+                    raise _NotSimple  # `- # comment`: where libyaml puts the null is not worth guessing
+                else:
+                    value, text, size = _scalar(rest)
+            k = (line_no, start, line_no, start + size)
+            span = span_get(k)
+            if span is None:
+                span = cache[k] = Span(*k)
+            seq.append(value)
+            seq_spans.append(span)
+            if "[[" in text:
+                strings.append((open_key, text, span, rest[:size]))
+            continue
+        if first == "#":
+            continue
+        # a top-level key
+        if open_key is not None:
+            _close(open_key, open_line, seq, seq_spans, meta, items, cache)
+            open_key = seq = None
+        colon = line.find(":")
+        if colon < 1:
+            raise _NotSimple
+        key = line[:colon]
+        if not key.isidentifier() and _KEY_RE.fullmatch(key) is None:
+            raise _NotSimple
+        if key[0] in _KEY_MAYBE_TYPED and _typed(key).__class__ is not str:
+            raise _NotSimple  # `yes:`, `null:`... are not string keys
+        key = _STR_CACHE.setdefault(key, key) if colon <= _SHORT else key
+        k = (line_no, 1, line_no, colon + 1)
+        span = span_get(k)
+        if span is None:
+            span = cache[k] = Span(*k)
+        keys[key] = span
+        rest = line[colon + 1 :]
+        if not rest:
+            open_key = key
+            open_line = line_no
+            continue
+        if rest[0] != " ":
+            raise _NotSimple  # `key:value` is one plain scalar, not a mapping
+        rest = rest.lstrip(" ")
+        if not rest:
+            open_key = key
+            open_line = line_no
+            continue
+        col = len(line) - len(rest) + 1
+        c = rest[0]
+        if c == "[":
+            if _EMPTY_FLOW_RE.match(rest):
+                _after_quote(rest[rest.index("]") + 1 :])
+                meta[key] = []
+                items[key] = []
+                continue
+            out: list[Any] = []
+            spans: list[Span] = []
+            pos = 1
+            flow_match = _FLOW_ITEM_RE.match
+            while True:
+                m = flow_match(rest, pos)
+                if m is None:
+                    raise _NotSimple
+                dq, sq, plain, sep = m.groups()
+                if plain is not None:
+                    value = typed_get(plain, miss)
+                    if value is miss:
+                        value = _typed(plain)
+                    begin, text = m.start(3), plain
+                    end = begin + len(plain)
+                elif dq is not None:
+                    value = _STR_CACHE.setdefault(dq, dq) if len(dq) <= _SHORT else dq
+                    begin, text = m.start(1) - 1, dq
+                    end = m.end(1) + 1
+                else:
+                    text = sq.replace("''", "'") if "''" in sq else sq
+                    value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
+                    begin = m.start(2) - 1
+                    end = m.end(2) + 1
+                out.append(value)
+                k = (line_no, col + begin, line_no, col + end)
+                span = span_get(k)
+                if span is None:
+                    span = cache[k] = Span(*k)
+                spans.append(span)
+                if "[[" in text:
+                    strings.append((key, text, span, rest[begin:end]))
+                pos = m.end()
+                if sep == "]":
+                    break
+            if pos < len(rest):
+                _after_quote(rest[pos:])
+            meta[key] = out
+            items[key] = spans
+            continue
+        if c == "#":
+            raise _NotSimple  # `key: # comment`, rare: leave to libyaml
+        last = rest[-1]
+        if c not in indicators and last != " " and last != ":" and ": " not in rest and " #" not in rest:
+            text = rest
+            value = typed_get(text, miss)
+            if value is miss:
+                value = _typed(text)
+            size = len(rest)
+        else:
+            value, text, size = _scalar(rest)
+        meta[key] = value
+        if key in list_fields or "[[" in text:
+            k = (line_no, col, line_no, col + size)
+            span = span_get(k)
+            if span is None:
+                span = cache[k] = Span(*k)
+            if key in list_fields:
+                items[key] = [span]
+            if "[[" in text:
+                strings.append((key, text, span, rest[:size]))
+    if open_key is not None:
+        _close(open_key, open_line, seq, seq_spans, meta, items, cache)
+    return meta, keys, items, strings
+
+
+def _close(
+    key: str,
+    line_no: int,
+    seq: list[Any] | None,
+    spans: list[Span],
+    meta: dict[str, Any],
+    items: dict[str, list[Span]],
+    cache: dict[tuple[int, int, int, int], Span],
+) -> None:
+    """Store the value of a `key:` line: the block sequence that followed it, or null."""
+    if seq is not None:
+        meta[key] = seq
+        items[key] = spans
+        return
+    meta[key] = None
+    if key in _LIST_FIELDS:
+        # libyaml places an empty value right after the colon
+        col = len(key) + 2
+        k = (line_no, col, line_no, col)
+        span = cache.get(k)
+        if span is None:
+            span = cache[k] = Span(*k)
+        items[key] = [span]
 
 
 # -- splitting -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Positions are 1-based (line and column), counted in characters of the decoded fi
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -99,7 +100,9 @@ class Resolution:
     alias_of: str | None = None
 
 
-@dataclass(slots=True)
+_UNSET: Any = object()
+
+
 class Note:
     """One Markdown file of the vault.
 
@@ -107,23 +110,158 @@ class Note:
     never raise: a field of the wrong type reads as empty, and lint reports it.
     `key_positions` maps each top-level frontmatter key to the span of the key; `item_positions` maps a
     list field to the spans of its items (or of its scalar value, for a scalar where a list is expected).
+
+    Constructed with the same keyword (or positional) arguments as the dataclass it used to be. Storage is
+    compact, because a 10k-note vault holds every note at once: `text` is kept once, as the file's UTF-8
+    bytes when the vault read it (half the size of a str holding any non-Latin-1 character such as `’`),
+    and `text`/`body` are decoded from it on access (a few microseconds: read them once per use, not in a
+    loop). `body` is stored separately only when it is not the tail of `text`. `digest` is computed on
+    first access when the note was read from bytes.
     """
 
+    __slots__ = (
+        "path",
+        "_src",
+        "_body_at",
+        "_body",
+        "meta",
+        "body_line",
+        "has_frontmatter",
+        "headings",
+        "block_ids",
+        "links",
+        "problems",
+        "key_positions",
+        "item_positions",
+        "frontmatter_span",
+        "_digest",
+        "id",
+        "__weakref__",
+    )
+
     path: str  # vault-relative, POSIX separators, original case and normalisation
-    text: str  # the whole decoded file ("" when unreadable)
     meta: dict[str, Any]
-    body: str
     body_line: int  # line of the file where the body starts
     has_frontmatter: bool
-    headings: list[Heading] = field(default_factory=list)
-    block_ids: set[str] = field(default_factory=set)
-    links: list[Link] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    key_positions: dict[str, Span] = field(default_factory=dict)
-    item_positions: dict[str, list[Span]] = field(default_factory=dict)
-    frontmatter_span: Span | None = None  # the lines between the two `---`, when present
-    digest: str = ""  # hash of the raw bytes, for caches keyed by content
-    id: str = ""  # stable id assigned by the vault: slug, else file name, else path where names collide
+    headings: list[Heading]
+    block_ids: set[str]
+    links: list[Link]
+    problems: list[Problem]
+    key_positions: dict[str, Span]
+    item_positions: dict[str, list[Span]]
+    frontmatter_span: Span | None  # the lines between the two `---`, when present
+    id: str  # stable id assigned by the vault: slug, else file name, else path where names collide
+
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        meta: dict[str, Any],
+        body: str,
+        body_line: int,
+        has_frontmatter: bool,
+        headings: list[Heading] | None = None,
+        block_ids: set[str] | None = None,
+        links: list[Link] | None = None,
+        problems: list[Problem] | None = None,
+        key_positions: dict[str, Span] | None = None,
+        item_positions: dict[str, list[Span]] | None = None,
+        frontmatter_span: Span | None = None,
+        digest: str = "",
+        id: str = "",
+    ) -> None:
+        self.path = path
+        self._src: str | bytes = text
+        self._body_at = 0
+        self._body: str | None = None
+        self.body = body  # after _src: the setter stores an offset when body is the tail of text
+        self.meta = meta
+        self.body_line = body_line
+        self.has_frontmatter = has_frontmatter
+        self.headings = [] if headings is None else headings
+        self.block_ids = set() if block_ids is None else block_ids
+        self.links = [] if links is None else links
+        self.problems = [] if problems is None else problems
+        self.key_positions = {} if key_positions is None else key_positions
+        self.item_positions = {} if item_positions is None else item_positions
+        self.frontmatter_span = frontmatter_span
+        self._digest: str | None = digest
+        self.id = id
+
+    @classmethod
+    def _from_utf8(cls, path: str, raw: bytes, body_byte: int, fields: dict[str, Any], digest: str | None) -> Note:
+        """A note whose text is `raw.decode("utf-8")` and whose body starts at byte `body_byte` (for
+        `grasbot.vault`, which already holds the bytes: no str copy is kept). `digest` None: computed
+        from `raw` on first access."""
+        note = cls(path, "", body="", **fields)
+        note._src = raw
+        note._body_at = body_byte
+        note._digest = digest
+        return note
+
+    # -- text storage ----------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        """The whole decoded file ("" when unreadable)."""
+        src = self._src
+        return src if src.__class__ is str else src.decode("utf-8")  # type: ignore[union-attr]
+
+    @text.setter
+    def text(self, value: str) -> None:
+        body = self.body
+        self._src = value
+        self._body = None
+        self.body = body
+
+    @property
+    def body(self) -> str:
+        """The text after the frontmatter (the whole text when there is none)."""
+        body = self._body
+        if body is not None:
+            return body
+        src = self._src
+        if src.__class__ is str:
+            return src[self._body_at :]  # type: ignore[index]
+        return src[self._body_at :].decode("utf-8")  # type: ignore[union-attr]
+
+    @body.setter
+    def body(self, value: str) -> None:
+        src = self._src
+        text = src if src.__class__ is str else src.decode("utf-8")  # type: ignore[union-attr]
+        if text.endswith(value):
+            self._src = text
+            self._body_at = len(text) - len(value)
+            self._body = None
+        else:
+            self._body = value
+
+    @property
+    def digest(self) -> str:
+        """Hash of the raw bytes, for caches keyed by content ("" when not given)."""
+        digest = self._digest
+        if digest is None:
+            digest = self._digest = hashlib.blake2b(self._src, digest_size=16).hexdigest()  # type: ignore[arg-type]
+        return digest
+
+    @digest.setter
+    def digest(self, value: str) -> None:
+        self._digest = value
+
+    # -- dataclass-like behaviour ----------------------------------------------------------------------
+    _FIELDS = (
+        "path", "text", "meta", "body", "body_line", "has_frontmatter", "headings", "block_ids", "links",
+        "problems", "key_positions", "item_positions", "frontmatter_span", "digest", "id",
+    )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"Note(path={self.path!r}, id={self.id!r}, has_frontmatter={self.has_frontmatter!r}, links={len(self.links)})"
 
     # -- typed accessors (never raise) -------------------------------------------------------------
     @property

@@ -12,6 +12,7 @@ import gc
 import hashlib
 import os
 import stat
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,10 @@ class LinkChange:
     relinked: set[str] = field(default_factory=set)  # other notes whose resolutions changed
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_BAD_BYTES = frozenset(("not-utf8", "binary"))
+
+
 def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
     parsed = parse_bytes(raw, rel)
@@ -47,22 +52,26 @@ def read_note(rel: str, raw: bytes) -> Note:
         fm_links = frontmatter_links(parsed)
         if fm_links:
             links = fm_links + links
-    return Note(
-        path=rel,
-        text=parsed.text,
-        meta=parsed.meta,
-        body=parsed.body,
-        body_line=parsed.body_line,
-        has_frontmatter=parsed.has_frontmatter,
-        headings=headings,
-        block_ids=blocks,
-        links=links,
-        problems=parsed.problems,
-        key_positions=parsed.key_positions,
-        item_positions=parsed.item_positions,
-        frontmatter_span=parsed.frontmatter_span,
-        digest=hashlib.blake2b(raw, digest_size=16).hexdigest(),
-    )
+    fields = {
+        "meta": parsed.meta,
+        "body_line": parsed.body_line,
+        "has_frontmatter": parsed.has_frontmatter,
+        "headings": headings,
+        "block_ids": blocks,
+        "links": links,
+        "problems": parsed.problems,
+        "key_positions": parsed.key_positions,
+        "item_positions": parsed.item_positions,
+        "frontmatter_span": parsed.frontmatter_span,
+    }
+    text = parsed.text
+    problems = parsed.problems
+    if text and not raw.startswith(_UTF8_BOM) and not (problems and any(p.code in _BAD_BYTES for p in problems)):
+        # the text is exactly raw.decode(): keep the bytes only (see Note), digest computed on demand
+        head = text[: parsed.body_start]
+        body_byte = len(head) if head.isascii() else len(head.encode("utf-8"))
+        return Note._from_utf8(rel, raw, body_byte, fields, None)
+    return Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
 
 
 def _is_note_name(name: str) -> bool:
@@ -122,7 +131,12 @@ class Vault:
         # The notes live as long as the vault and hold no garbage cycles: move them out of the
         # collector's sight, or every later full collection (triggered by any allocation burst, such as
         # an update) rescans millions of objects and one update takes half a second instead of 1 ms.
+        # gc.freeze() also freezes whatever garbage cycles exist at this moment (and the vault's own, if any):
+        # frozen objects are never collected. So that a long-running process that reloads the vault often
+        # does not leak, everything is unfrozen again when this vault is dropped; the next full
+        # collection then reclaims what was frozen with it (and scans the live vault once).
         gc.freeze()
+        weakref.finalize(vault, gc.unfreeze)
         return vault
 
     @classmethod

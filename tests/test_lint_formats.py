@@ -204,3 +204,14 @@ def test_json_rows_are_exactly_json_dumps_of_each_diagnostic(result):
     odd = Diagnostic('we"ird\\path\n.md', 1, 2, 3, 4, "broken-link", Severity.WARNING, "tab\there \u00e9 \x01 \u2028")
     res = LintResult(root=Path("/v"), notes=1, diagnostics=[odd])
     assert json.loads(render(res, "json"))["diagnostics"] == [odd.to_dict()]
+
+
+def test_sarif_uris_are_encoded():
+    diag = Diagnostic("Mes notes/École 42.md", 1, 1, 1, 2, "broken-link", Severity.ERROR, "m")
+    res = LintResult(root=Path("/v"), notes=1, diagnostics=[diag])
+    inside = json.loads(render(res, "sarif", cwd=Path("/v")))
+    loc = inside["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert loc == "Mes%20notes/%C3%89cole%2042.md"
+    outside = json.loads(render(res, "sarif", cwd=Path("/elsewhere")))
+    loc = outside["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert loc == "file:///v/Mes%20notes/%C3%89cole%2042.md"

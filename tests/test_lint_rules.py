@@ -231,3 +231,15 @@ def test_broken_and_odd_files_never_crash(tmp_path):
         assert (path, "frontmatter-invalid") in rules
     assert ("nested.md", "field-type") in rules
     assert not any(d.path == "empty.md" for d in res.diagnostics)
+
+
+def test_lint_notes_sees_alias_changes_of_other_notes(tmp_path):
+    root = tmp_path / "v"
+    shutil.copytree(TAXO_VAULT, root)
+    vault = Vault.load(root)
+    tax = load_taxonomy(root / "TAXONOMIE.md")
+    assert any(d.rule == "alias-duplicate" for d in lint_notes(vault, tax, ["projets/push-swap.md"], today=TODAY))
+    ia = root / "competences/ia.md"
+    ia.write_text(ia.read_text(encoding="utf-8").replace("push swap, ", ""), encoding="utf-8")
+    vault.update_file(ia)
+    assert not any(d.rule == "alias-duplicate" for d in lint_notes(vault, tax, ["projets/push-swap.md"], today=TODAY))

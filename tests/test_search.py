@@ -174,6 +174,12 @@ def test_on_topic_questions_are_grounded(index: SearchIndex) -> None:
         assert index.search(question).grounded, question
 
 
+def test_grounded_does_not_depend_on_top_k(index: SearchIndex) -> None:
+    for question in ("Parle-moi de minishell", "Quel temps fait-il demain ?", "compost enfants", "programmer"):
+        verdicts = {index.search(question, top_k=k).grounded for k in (1, 2, 5, 50)}
+        assert len(verdicts) == 1, question
+
+
 def test_min_score_config_can_only_make_grounding_stricter(basic: Path) -> None:
     strict = SearchIndex.build(Vault.load(basic), SearchConfig(min_score=1000.0))
     assert not strict.search("Parle-moi de minishell").grounded

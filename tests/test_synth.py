@@ -105,6 +105,8 @@ def test_taxonomy_and_manifest(vault: Path) -> None:
     manifest = synth.read_manifest(vault)
     assert manifest["notes"] == 80 and manifest["seed"] == 7
     assert manifest["body_links_total"] >= 5 * 80
+    broken = manifest["broken_target"] + manifest["broken_anchor"]
+    assert 0.005 < broken / manifest["body_links_total"] < 0.045  # ~2 %
 
 
 def test_ensure_vault_generates_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -205,7 +205,8 @@ async def test_note_pane_shows_problems_fields_and_links_and_enter_follows(vault
         assert "meteorologie" in plain(view.query_one("#note-fields"))
         # follow the backlink with Enter: the MOC becomes the current note
         links = view.query_one("#note-links", OptionList)
-        links.focus()
+        await pilot.press("k")  # the links key
+        assert links.has_focus
         links.highlighted = len(detail.links)  # the first backlink comes after the outgoing links
         await pilot.press("enter")
         await wait_for(pilot, lambda: view.detail.path == MOC, "the followed note")
@@ -235,6 +236,9 @@ async def test_preview_ranks_notes_and_never_shows_private_ones(vault: Path) -> 
         await pilot.press("enter")  # submits the question: focus goes to the results
         await pilot.press("enter")  # opens the first result
         await wait_for(pilot, lambda: screen.current == ROBOT, "the opened result")
+        await pilot.pause()
+        assert screen.query_one("#tabs").active == "tab-note"  # and it stays there
+        assert screen.query_one(NoteTree).has_focus
 
 
 async def test_fix_shows_diff_asks_and_writes_only_when_confirmed(vault: Path) -> None:
@@ -420,7 +424,10 @@ async def test_full_lint_picks_up_changes_made_behind_its_back(vault: Path) -> N
         await wait_for(pilot, lambda: any("Full check" in n.message for n in app._notifications), "notice")
 
 
-async def test_live_update_from_disk_keeps_the_selection_and_refreshes_the_preview(vault: Path) -> None:
+@pytest.mark.parametrize("big", [False, True], ids=["live-index", "big-vault-own-index"])
+async def test_live_update_from_disk_keeps_the_selection_and_refreshes_the_preview(vault: Path, big: bool, monkeypatch) -> None:
+    if big:  # as on a vault above the limit: the LiveVault keeps no index, the app rebuilds its own
+        monkeypatch.setattr("vaulttools.tui.backend.INDEX_LIVE_LIMIT", 0)
     app = app_for(vault, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await ready(pilot)
@@ -442,6 +449,7 @@ async def test_live_update_from_disk_keeps_the_selection_and_refreshes_the_previ
         await wait_for(pilot, lambda: not any(l.status == "broken" for l in view.detail.links), "note pane")
         await wait_for(pilot, lambda: preview.preview.rows and preview.preview.rows[0].id == "pluviometre", "preview")
         assert row(app, "10-Projets/pluviometre.md") is not None
+        assert app.backend.own_index is big
 
 
 async def test_missing_vault_inside_the_app_is_a_message(tmp_path: Path) -> None:

@@ -19,9 +19,10 @@ Text lines look like lint's, with the time and what happened in front::
 - ``{"event": "change", "time", "changed", "added", "removed", "moved": [[old, new]...], "relinked",
   "files_added", "files_removed", "taxonomy_reloaded", "taxonomy_error", "new": [diagnostic...],
   "fixed": [diagnostic...], "updated": [{"old": diagnostic, "new": diagnostic}...], "summary":
-  {"error", "warning"}, "elapsed_ms", "latency_ms"}``: one burst (paths are vault-relative; `updated` is
-  one problem, same note, rule and place, whose message changed; `latency_ms` counts from the burst's
-  first file-system event);
+  {"error", "warning"}, "elapsed_ms", "latency_ms"}``: one burst (paths are vault-relative; `fixed` also
+  holds the problems of notes deleted in the burst, listed in `removed`; `updated` is one problem, same
+  note, rule and place, whose message changed; `latency_ms` counts from the burst's first file-system
+  event);
 - ``{"event": "reload", "time", "status": "ok"|"recovered"|"down", "ok", "kind", "http_status",
   "result", "error", "retry_in", "elapsed_ms", "summary"}``: the push after a burst (`down` once per
   outage, then silence until `recovered`);
@@ -128,6 +129,16 @@ def _folder_moves(moved: Sequence[tuple[str, str]]) -> list[tuple[str, str, int]
     """Folders renamed or moved as a whole: (old folder, new folder, notes), for two notes or more."""
     groups = Counter(pair for pair in (_split_move(o, n) for o, n in moved) if pair is not None)
     return sorted((old, new, n) for (old, new), n in groups.items() if n >= 2)
+
+
+def _deleted_notes(delta: LiveDelta) -> set[str]:
+    """Notes deleted (not moved): their problems leave with them, they were not fixed."""
+    return set(delta.removed) - {old for old, _ in delta.moved}
+
+
+def _really_fixed(delta: LiveDelta) -> list[Diagnostic]:
+    gone = _deleted_notes(delta)
+    return [d for d in delta.fixed if d.path not in gone]
 
 
 @dataclass(slots=True)
@@ -260,8 +271,14 @@ class Reporter:
         capped(singles, lambda m: [(t, "dim"), ("moved  ", "cyan"), (f"{m[0]} → {m[1]}", "")], "moves")
         capped([p for p in delta.added if p not in moved_to],
                lambda p: [(t, "dim"), ("created ", "cyan"), (p, "")], "notes created")  # fmt: skip
-        capped([p for p in delta.removed if p not in moved_from],
-               lambda p: [(t, "dim"), ("deleted ", "cyan"), (p, "")], "notes deleted")  # fmt: skip
+        left_with = Counter(d.path for d in delta.fixed)
+
+        def deleted_line(p: str) -> list[tuple[str, str]]:
+            n = left_with.get(p, 0)
+            gone = f" (its {n} problem{'s' if n > 1 else ''} went with it)" if n else ""
+            return [(t, "dim"), ("deleted ", "cyan"), (p, ""), (gone, "dim")]
+
+        capped([p for p in delta.removed if p not in moved_from], deleted_line, "notes deleted")
         files = [("created ", p) for p in delta.files_added] + [("deleted ", p) for p in delta.files_removed]
         capped(files, lambda f: [(t, "dim"), (f[0], "cyan"), (f[1], "dim")], "attachments")
 
@@ -274,7 +291,7 @@ class Reporter:
             return [(t, "dim"), ("fixed  ", "green"), (f"{d.path}:{d.line}:{d.column}: ", "bold"),
                     (str(d.severity), "green"), (f" {d.rule} ", "magenta"), (d.message, "dim")]  # fmt: skip
 
-        capped(list(delta.fixed), fixed_line, "problems fixed")
+        capped(_really_fixed(delta), fixed_line, "problems fixed")
         capped(list(delta.new), new_line, "new problems (run `vaulttools lint` for all)")
         self._lines(lines)
 
@@ -381,7 +398,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
             return
         stats.batches += 1
         stats.new += len(delta.new)
-        stats.fixed += len(delta.fixed)
+        stats.fixed += len(_really_fixed(delta))
         reporter.change(delta, batch, live)
         if pusher is not None and delta.vault_changed:
             pusher.request()

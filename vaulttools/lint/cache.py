@@ -160,8 +160,6 @@ class _CachedVault:
         self.files = set(files)
         self.problems: list = []
         self._stored = stored
-        self._resolver = None
-        self._with_aliases = False
         self._anchors: dict[str, Any] = {}
         self._rows: list[tuple] | None = None
 
@@ -175,24 +173,26 @@ class _CachedVault:
             self._rows = rows
         return self._rows
 
-    def _get_resolver(self, aliases: bool):
-        from grasbot.links import Resolver
+    def _resolver_for(self, names: set[str], alias_keys: set[str]):
+        """The engine's resolver, indexed only with the files whose name is one of `names` (a link can only
+        resolve to a file of its own name, so the result is the same as with the whole index) and the
+        aliases in `alias_keys` (consulted only to name the likely target of a broken link)."""
+        from grasbot.links import Resolver, name_key
 
-        if self._resolver is None:
-            resolver = Resolver()
-            for path in self._stored:
+        resolver = Resolver()
+        for path in self._stored:
+            base = path.rsplit("/", 1)[-1]
+            if name_key(base[:-3] if base.lower().endswith(".md") else base) in names:
                 resolver.add(path, True)
-            for path in sorted(self.files):
+        for path in sorted(self.files):
+            if name_key(path.rsplit("/", 1)[-1]) in names:
                 resolver.add(path, False)
-            self._resolver = resolver
-        if aliases and not self._with_aliases:
-            # only needed to name the likely target of a broken link: added on the first broken one
+        if alias_keys:
             for path, entry in self._stored.items():
-                found = [a for a in entry[1][3] if a is not None]
+                found = [a for a in entry[1][3] if a is not None and name_key(a.strip()) in alias_keys]
                 if found:
-                    self._resolver.add_aliases(path, found)
-            self._with_aliases = True
-        return self._resolver
+                    resolver.add_aliases(path, found)
+        return resolver
 
     def _anchor_table(self, path: str):
         from grasbot.links import AnchorTable
@@ -206,15 +206,18 @@ class _CachedVault:
         return table
 
     def resolutions(self, path: str) -> list[Resolution]:
+        from grasbot.links import link_key, name_key
+
         from grasbot.notes import LinkStatus
 
         note = self.notes[path]
-        out = []
-        for link in note.links:
-            res = self._get_resolver(False).resolve(link, path, self._anchor_table)
-            if res.status is LinkStatus.BROKEN:
-                res = self._get_resolver(True).resolve(link, path, self._anchor_table)
-            out.append(res)
+        names = {link_key(link.target) for link in note.links if link.target}
+        resolver = self._resolver_for(names, set())
+        out = [resolver.resolve(link, path, self._anchor_table) for link in note.links]
+        broken = {name_key(r.link.target) for r in out if r.status is LinkStatus.BROKEN}
+        if broken:  # aliases only name the likely target of a broken link: indexed only then
+            resolver = self._resolver_for(names, broken)
+            out = [resolver.resolve(link, path, self._anchor_table) for link in note.links]
         return out
 
 
@@ -288,7 +291,8 @@ class LintCache:
         for diag in result.diagnostics:
             by_path.setdefault(diag.path, []).append(_encode(diag))
         notes = {}
-        for path, note in vault.notes.items():
+        for path in sorted(vault.notes):  # the order fast_result returns findings in
+            note = vault.notes[path]
             notes[path] = (note.digest, exports(note), tuple(by_path.get(path, ())))
         snapshot = {
             "stats": _walk(self.root),
@@ -354,8 +358,8 @@ class LintCache:
             self.mode = "incremental"
         else:
             self.mode = "unchanged"
+        # stored in path order with each note's findings sorted: already in report order
         diagnostics = [_decode(path, row) for path, entry in notes.items() for row in entry[2]]
-        diagnostics.sort(key=lambda d: d.sort_key)
         return LintResult(root=self.root.resolve(), notes=snap["linted"], diagnostics=diagnostics,
                           taxonomy=Path(snap["taxonomy"]) if snap["taxonomy"] else None, notices=list(snap["notices"]))
 

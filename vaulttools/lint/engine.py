@@ -104,8 +104,10 @@ def _run(
     progress: Progress | None,
     notices: list[str],
     flags: dict[str, bool] | None = None,
+    build_index: bool = True,
 ) -> list[Diagnostic]:
     ctx = _context(vault, taxonomy, config, index, today)
+    ctx.build_index = build_index
     _, vault_checks = checks()
     found: list[Diagnostic] = []
     total = len(paths)
@@ -191,10 +193,13 @@ def lint_notes(
     Cross-note rules still see the whole vault (a duplicate slug elsewhere is reported on these notes), but
     findings are only reported on `paths`. After `vault.update_file(p)` returns a `LinkChange`, lint
     ``change.changed | change.relinked`` to refresh every finding that may have moved.
+
+    `answer-not-retrieved` runs only when `index` is given (a `SearchIndex` kept up to date by the caller,
+    as the TUI does): building one per call would cost seconds on a large vault.
     """
     config = config or LintConfig()
     wanted = sorted({p for p in paths if p in vault.notes and not config.excluded(p)})
-    return _run(vault, taxonomy, config, wanted, index, today, None, None, [])
+    return _run(vault, taxonomy, config, wanted, index, today, None, None, [], build_index=False)
 
 
 def apply_fixes(

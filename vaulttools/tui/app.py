@@ -26,6 +26,7 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Ask a question", "Preview which notes GrasBot would retrieve (/)", "ask"),
     ("Show notes with problems", "Toggle the has:problems filter of the tree (p)", "problems"),
     ("Next note with problems", "Jump to the next note that has a problem (])", "next_problem"),
+    ("Links of the note", "Go to the note's links and backlinks; Enter follows one (k)", "links"),
     ("Fix the selected note", "Apply its safe fixes after showing the diff (x)", "fix"),
     ("New note", "Create a note from its type's template, like `vaulttools new` (n)", "new_note"),
     ("Edit in $EDITOR", "Open the selected note in your editor (e)", "edit"),

@@ -53,6 +53,12 @@ __all__ = [
 
 #: How many notes the question preview lists (the API's SEARCH_TOP_K default).
 DEFAULT_TOP_K = 5
+#: Above this many notes the LiveVault keeps no search index (see `Backend._make_live`); the same
+#: threshold as `vaulttools watch` uses.
+try:
+    from vaulttools.live import INDEX_AUTO_LIMIT as INDEX_LIVE_LIMIT
+except ImportError:  # pragma: no cover - an older live module
+    INDEX_LIVE_LIMIT = 2000
 #: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
 API_TIMEOUT = 1.5
 
@@ -217,6 +223,10 @@ class Backend:
         self._ready = threading.Event()  # the LiveVault exists (or loading failed): batches may be applied
         self._stopping = False
         self._watcher: Any = None
+        self._own_index = False
+        self._reindex_lock = threading.Lock()
+        self._reindexing = False
+        self._reindex_again = False
 
     # -- loading ----------------------------------------------------------------------------------------
     @property
@@ -266,6 +276,9 @@ class Backend:
             raise BackendError("the vault is not loaded")
         started = time.perf_counter()
         self._index = SearchIndex.build(self._vault)
+        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the
+        # spelling corrector's tables take ~0.4 s on 10k notes) here rather than on the author's first key
+        self._index.search("quelle est la météo zzzq demain ?", 1)
         self.timings["index"] = time.perf_counter() - started
         return self._index.size
 
@@ -293,29 +306,55 @@ class Backend:
         return self._config
 
     def _make_live(self, vault: Vault, index: Any) -> LiveVault:
-        """A LiveVault over the vault already read (reading 10k notes twice would delay the badges)."""
-        from vaulttools import live as live_mod
-        from vaulttools.taxonomy import TaxonomyError
+        """A LiveVault over the vault already read (reading 10k notes twice would delay the badges).
 
-        config = self._load_config()
-        factory = getattr(live_mod.LiveVault, "from_vault", None)
-        if factory is not None:  # a public constructor, if the live module grows one
-            return factory(vault, taxonomy=self.taxonomy_arg, config=config, index=index)
+        Up to `INDEX_LIVE_LIMIT` notes the LiveVault keeps the search index up to date with every save
+        (the preview and `answer-not-retrieved` follow at once). Above, bringing the index up to date
+        costs seconds per save, which would hold the badges back: the LiveVault keeps none (so
+        `answer-not-retrieved` is left to `vaulttools lint`), and the backend rebuilds its own index in
+        the background after each burst of changes (`refresh_index`), then the preview follows."""
+        from vaulttools.live import LiveVault
+
+        self._own_index = len(vault.notes) > INDEX_LIVE_LIMIT
+        if self._own_index:
+            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), with_index=False)
+        else:
+            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), index=index)
+        self.taxonomy_error = live.taxonomy_error
+        return live
+
+    @property
+    def own_index(self) -> bool:
+        """True when the index is the backend's own (big vault): call `refresh_index` after changes."""
+        return self._own_index
+
+    def refresh_index(self) -> bool:
+        """Rebuild the backend's own index from the live vault (big vaults only; run on a worker thread).
+        Several calls while one runs make one more rebuild after it. Returns True when it rebuilt."""
+        from grasbot.search import SearchIndex
+
+        live = self.live
+        if live is None or not self._own_index:
+            return False
+        with self._reindex_lock:
+            if self._reindexing:
+                self._reindex_again = True
+                return False
+            self._reindexing = True
         try:
-            linter_cls = live_mod._Linter
-            find, read = live_mod._find_taxonomy, live_mod._read_taxonomy
-        except AttributeError:  # the private helpers moved: read the vault again, the public way
-            return live_mod.LiveVault.load(vault.root, taxonomy=self.taxonomy_arg, config=config)
-        path = find(vault.root, self.taxonomy_arg)
-        try:
-            taxonomy = read(path)
-            error = None
-        except TaxonomyError as exc:
-            # shown in the app; the structural rules still run, and fixing the file brings the rest back
-            taxonomy, error = None, str(exc)
-        self.taxonomy_error = error
-        linter = linter_cls(taxonomy, config, path, error)
-        return live_mod.LiveVault(vault, linter, index=index, with_index=True)
+            while True:
+                self._reindex_again = False
+                started = time.perf_counter()
+                with live.reading():  # the vault must not change while it is read
+                    index = SearchIndex.build(live.vault)
+                index.search("quelle est la météo zzzq demain ?", 1)  # warm it (see build_index)
+                self._index = index  # one assignment: previews switch from the old index to the new
+                self.timings["index"] = time.perf_counter() - started
+                if not self._reindex_again:
+                    return True
+        finally:
+            with self._reindex_lock:
+                self._reindexing = False
 
     # -- watching ---------------------------------------------------------------------------------------
     def start_watching(
@@ -369,6 +408,10 @@ class Backend:
         started = time.perf_counter()
         delta = live.reload()
         self.timings["lint"] = time.perf_counter() - started
+        if live.index is not None and not self._own_index:
+            live.search("quelle est la météo zzzq demain ?", 1)  # warm the new index (see build_index)
+        elif self._own_index:
+            self.refresh_index()
         return delta
 
     # -- reading ----------------------------------------------------------------------------------------
@@ -450,7 +493,7 @@ class Backend:
             return Preview("", False, (), 0, 0.0, "Type a question as a visitor would ask it.")
         k = top_k or self.top_k
         live = self.live
-        if live is not None and live.index is not None:
+        if live is not None and live.index is not None and not self._own_index:
             with live.reading():
                 index = live.index
                 result = index.search(q, k)

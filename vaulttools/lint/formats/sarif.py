@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
 
 from vaulttools import __version__
 from vaulttools.lint.engine import LintResult
@@ -31,6 +33,14 @@ def _rule_descriptor(rule) -> dict:
     }
 
 
+def _uri(shown_path: str) -> str:
+    """A URI reference: relative paths percent-encoded (`My Note.md` -> `My%20Note.md`), absolute ones as
+    `file://` URIs."""
+    if shown_path.startswith("/"):
+        return Path(shown_path).as_uri()
+    return quote(shown_path, safe="/")
+
+
 def to_data(result: LintResult, shown: Callable[[str], str]) -> dict:
     index = {rule.name: i for i, rule in enumerate(RULES)}
     results = []
@@ -43,7 +53,7 @@ def to_data(result: LintResult, shown: Callable[[str], str]) -> dict:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": shown(d.path)},
+                        "artifactLocation": {"uri": _uri(shown(d.path))},
                         "region": {
                             "startLine": d.line,
                             "startColumn": d.column,

@@ -130,6 +130,7 @@ class LintContext:
     index_error: str | None = None
     notices: list[str] = field(default_factory=list)  # said once per run (a rule that could not run)
     answers_checked: bool = False  # answer-not-retrieved searched at least once (results depend on the index)
+    build_index: bool = True  # False in lint_notes: without a caller's index, answer-not-retrieved is skipped
     notes_by_slug: dict[str, list[str]] | None = None
     _name_choices: dict[str, str] | None = field(default=None, repr=False)
     _suggesters: dict[str, Suggester] = field(default_factory=dict, repr=False)
@@ -143,6 +144,8 @@ class LintContext:
         return default or get_rule(rule).severity
 
     def search_index(self) -> SearchIndex | None:
+        if self.index is None and not self.build_index:
+            return None
         if self.index is None and self.index_error is None:
             try:
                 from grasbot.search import SearchIndex

@@ -21,8 +21,8 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
         answers = note.meta.get("answers")
         if isinstance(answers, list):
             todo += [(note, i, q) for i, q in enumerate(answers) if isinstance(q, str) and q.strip()]
-    if not todo:
-        return
+    if not todo or (ctx.index is None and not ctx.build_index):
+        return  # lint_notes without an index: building one per call would cost seconds on a large vault
     explicit = ctx.config.select is not None and "answer-not-retrieved" in ctx.config.select
     if len(todo) > ctx.config.answer_check_limit and not explicit:
         # one search per question: on a huge vault this would dominate lint time; run it on purpose instead

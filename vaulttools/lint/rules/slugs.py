@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+import weakref
 from collections.abc import Iterator
 
 from grasbot.notes import Note
@@ -44,18 +45,36 @@ def alias_keys(aliases: tuple) -> tuple:
     return tuple(fold(a) if a is not None and a.strip() else None for a in aliases)
 
 
+#: vault -> path -> (content digest, identity row): a watcher re-checking one note of a 10k-note vault must not
+#: re-read the slugs and re-fold the aliases of all the others on every save.
+_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def identity_rows(vault) -> list[tuple]:
     """(path, slug or None, aliases, folded aliases, is_private) of every note; a cached vault gives them
     from its store without building notes."""
     rows = getattr(vault, "identity_rows", None)
     if rows is not None:
         return rows()
+    try:
+        memo = _ROWS.setdefault(vault, {})
+    except TypeError:  # not weak-referenceable: no memo
+        memo = {}
     out = []
     for path, note in vault.notes.items():
+        hit = memo.get(path)
+        if hit is not None and hit[0] == note.digest and note.digest:
+            out.append(hit[1])
+            continue
         meta = note.meta if isinstance(note.meta, dict) else {}
         slug = meta.get("slug")
         aliases = _alias_strings(meta.get("aliases"))
-        out.append((path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), note.is_private))
+        row = (path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), note.is_private)
+        memo[path] = (note.digest, row)
+        out.append(row)
+    if len(memo) > len(out):  # notes removed since the last call
+        for path in [p for p in memo if p not in vault.notes]:
+            del memo[path]
     return out
 
 

@@ -161,6 +161,7 @@ class MainScreen(Screen[None]):
         Binding("f", "filter", "Filter", show=False),
         Binding("s", "summary", "Summary", show=False),
         Binding("v", "note", "Note", show=False),
+        Binding("k", "links", "Links of the note", show=False),
         Binding("right_square_bracket", "next_problem", "Next note with problems", show=False),
         Binding("escape", "back", "Tree"),
     ]
@@ -276,6 +277,12 @@ class MainScreen(Screen[None]):
         rows = {r.path: r for r in self.backend.rows_all()} if delta.taxonomy_reloaded else None
         changed = self.backend.rows(paths) if rows is None else {p: rows.get(p) for p in set(rows) | paths}
         self._post(VaultChanged(delta, changed, self.backend.summary()))
+        if self.backend.own_index and delta.vault_changed:  # big vault: the preview follows a bit later
+            self._spawn(self._reindex_thread, "tui-reindex")
+
+    def _reindex_thread(self) -> None:
+        if self.backend.refresh_index():
+            self._post(IndexReady())
 
     def _on_watch_error(self, exc: BaseException) -> None:
         self._post(Notice(f"error while applying changes (watching goes on): {type(exc).__name__}: {exc}", "error", 10))
@@ -307,7 +314,8 @@ class MainScreen(Screen[None]):
 
     def on_index_ready(self, _: IndexReady) -> None:
         self.index_ready = True
-        self.busy = f"checking {len(self.query_one(NoteTree).rows)} notes…" if not self.linted else None
+        if not self.linted:
+            self.busy = f"checking {len(self.query_one(NoteTree).rows)} notes…"
         self._update_status()
         self._run_preview(now=True)
 
@@ -414,6 +422,8 @@ class MainScreen(Screen[None]):
         self._go_to(message.path)
 
     def on_question_preview_open_note(self, message: QuestionPreview.OpenNote) -> None:
+        # focus the tree first: a focused widget left in a hidden tab would pull its tab back
+        self.query_one(NoteTree).focus()
         self._go_to(message.path)
 
     def _go_to(self, path: str) -> None:
@@ -525,6 +535,7 @@ class MainScreen(Screen[None]):
         self._update_status()
 
     def on_vault_summary_filter_rule(self, message: VaultSummary.FilterRule) -> None:
+        self.query_one(NoteTree).focus()
         box = self.query_one("#filter", Input)
         box.value = f"rule:{message.rule}"
         self._apply_filter()
@@ -547,7 +558,7 @@ class MainScreen(Screen[None]):
                 left.append(f"✗{s.errors}", style="bold red")
                 left.append(" ")
                 left.append(f"!{s.warnings}", style="yellow")
-                left.append(f" in {s.notes_with_problems} notes")
+                left.append(f" in {s.notes_with_problems} note{'s' * (s.notes_with_problems != 1)}")
             else:
                 left.append("✓ clean", style="green")
         if self._lint_running:
@@ -598,6 +609,15 @@ class MainScreen(Screen[None]):
         if action == "back":  # only worth a place in the footer when the focus is away from the tree
             return not isinstance(self.focused, NoteTree)
         return True
+
+    def action_links(self) -> None:
+        """Show the note's links and put the cursor in them (Enter follows one)."""
+        if self._note_or_warn() is None:
+            return
+        self.query_one(TabbedContent).active = "tab-note"
+        links = self.query_one("#note-links")
+        links.focus()
+        self.call_after_refresh(self.query_one(NoteView).scroll_to_widget, self.query_one("#links-title"), top=True)
 
     def action_back(self) -> None:
         self.query_one(NoteTree).focus()

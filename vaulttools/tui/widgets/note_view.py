@@ -187,7 +187,7 @@ class NoteView(VerticalScroll):
         links.add_options(options)
         title = f"Links: {len(detail.links)} out, {len(detail.backlinks)} back"
         if detail.links or detail.backlinks:
-            title += " — Tab here, Enter follows one"
+            title += " — k jumps here, Enter follows one"
         self.query_one("#links-title", Static).update(title)
         if highlighted is not None and highlighted < len(options):
             links.highlighted = highlighted

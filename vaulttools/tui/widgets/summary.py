@@ -12,11 +12,23 @@ from textual.widgets.option_list import Option
 
 from vaulttools.tui.backend import Summary
 
-GETTING_STARTED = (
-    "How to use it: ↑ ↓ in the tree pick a note (its problems show on the Note tab) · "
-    "p lists only the notes with problems · x fixes what can be fixed safely · "
-    "/ asks a question as a visitor would · ctrl+p lists every command."
+GETTING_STARTED: tuple[tuple[str, str], ...] = (
+    ("↑ ↓", "pick a note, see what is wrong"),
+    ("p", "only the notes with problems"),
+    ("x", "apply its safe fixes (diff first)"),
+    ("k", "its links; Enter follows one"),
+    ("/", "ask as a visitor: what is retrieved"),
+    ("ctrl+p", "every command"),
 )
+
+
+def getting_started() -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for key, what in GETTING_STARTED:
+        table.add_row(key, what)
+    return table
 
 
 def health_text(summary: Summary) -> Text:
@@ -76,7 +88,7 @@ class VaultSummary(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(Text("loading the vault…", style="dim"), id="health")
-        yield Static(Text(GETTING_STARTED, style="italic"), id="getting-started")
+        yield Static(getting_started(), id="getting-started")
         yield Static("Problems by rule — Enter lists the notes", classes="section")
         yield OptionList(id="rules")
         yield Static("Notes by type", classes="section")
