@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Fields whose value is a list of strings in a GrasBot note.
 LIST_FIELDS: tuple[str, ...] = ("domains", "tags", "aliases", "answers", "linked", "related")
@@ -18,9 +18,13 @@ LIST_FIELDS: tuple[str, ...] = ("domains", "tags", "aliases", "answers", "linked
 STR_FIELDS: tuple[str, ...] = ("title", "slug", "type", "source", "visibility")
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A range in a file: start line/column and end line/column (end exclusive), all 1-based."""
+class Span(NamedTuple):
+    """A range in a file: start line/column and end line/column (end exclusive), all 1-based.
+
+    Span, Link, Heading and Resolution are named tuples (immutable, compared and hashed by value, as the
+    frozen dataclasses they replace): a vault holds hundreds of thousands of them, and tuples are cheaper
+    to build and, holding no mutable object, ignored by the cyclic garbage collector.
+    """
 
     line: int
     column: int
@@ -51,8 +55,7 @@ class LinkKind(str, Enum):
     FRONTMATTER = "frontmatter"  # "[[Target]]" inside a frontmatter list (linked, related, ...)
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     """One link as written in a note.
 
     `target` is the decoded path part (percent-decoding and `<...>` removed, no anchor, no display text);
@@ -69,8 +72,7 @@ class Link:
     field: str | None = None  # frontmatter key holding the link, for LinkKind.FRONTMATTER
 
 
-@dataclass(frozen=True, slots=True)
-class Heading:
+class Heading(NamedTuple):
     text: str
     level: int
     line: int
@@ -84,8 +86,7 @@ class LinkStatus(str, Enum):
     EXTERNAL = "external"  # a URL (http:, mailto:, obsidian:, ...): not checked
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(NamedTuple):
     """What a link points to, as the bot (and Obsidian) would follow it.
 
     `target_path` is the vault-relative path of the file it resolves to (None when broken). For an

@@ -337,7 +337,8 @@ class SearchIndex:
         Only the changed notes are re-tokenized (the expensive part); the arrays are then recomputed from
         the cached term counts, because one note changes the IDF and the average length every weight
         depends on: the result is exactly what a fresh `build` of the new vault gives. Notes in
-        `change.relinked` keep their tokens and get their new neighbours.
+        `change.relinked` keep their tokens and get their new neighbours. The index is changed in place:
+        a caller that searches from other threads meanwhile should build a new index and swap it.
         """
         for path in change.changed:
             self._cache.pop(path, None)

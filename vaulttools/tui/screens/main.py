@@ -645,6 +645,9 @@ class MainScreen(Screen[None]):
         self._go_to(path)
 
     def action_lint(self) -> None:
+        if self.failed and not self.linted:
+            self.app.notify(self.failed, severity="error")
+            return
         if not self.linted or self._lint_running:
             self.app.notify("A check is already running.")
             return
