@@ -46,6 +46,7 @@ _OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
 # `"[[MOC-Projets]]"`...): sharing one immutable object per value saves a large part of a big vault's
 # memory, and a dict look-up is cheaper than building a frozen dataclass. Both caches are bounded.
 _SPAN_CACHE: dict[tuple[int, int, int, int], Span] = {}
+_new = tuple.__new__  # Span is a named tuple: build it from its key without a Python-level __new__
 _STR_CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 400_000
 _SHORT = 48
@@ -58,7 +59,7 @@ def make_span(line: int, column: int, end_line: int, end_column: int) -> Span:
     if span is None:
         if len(_SPAN_CACHE) >= _CACHE_LIMIT:
             _SPAN_CACHE.clear()
-        span = _SPAN_CACHE[key] = Span(line, column, end_line, end_column)
+        span = _SPAN_CACHE[key] = _new(Span, key)
     return span
 
 
@@ -342,7 +343,7 @@ def _parse_yaml_libyaml(
             k = (a.line + shift, a.column + 1, b.line + shift, b.column + 1)
             found = cache.get(k)
             if found is None:
-                found = cache[k] = Span(*k)
+                found = cache[k] = _new(Span, k)
             return found
 
     else:
@@ -563,7 +564,7 @@ def _fast_parts(
             k = (line_no, start, line_no, start + size)
             span = span_get(k)
             if span is None:
-                span = cache[k] = Span(*k)
+                span = cache[k] = _new(Span, k)
             seq.append(value)
             seq_spans.append(span)
             if "[[" in text:
@@ -587,7 +588,7 @@ def _fast_parts(
         k = (line_no, 1, line_no, colon + 1)
         span = span_get(k)
         if span is None:
-            span = cache[k] = Span(*k)
+            span = cache[k] = _new(Span, k)
         keys[key] = span
         rest = line[colon + 1 :]
         if not rest:
@@ -637,7 +638,7 @@ def _fast_parts(
                 k = (line_no, col + begin, line_no, col + end)
                 span = span_get(k)
                 if span is None:
-                    span = cache[k] = Span(*k)
+                    span = cache[k] = _new(Span, k)
                 spans.append(span)
                 if "[[" in text:
                     strings.append((key, text, span, rest[begin:end]))
@@ -665,7 +666,7 @@ def _fast_parts(
             k = (line_no, col, line_no, col + size)
             span = span_get(k)
             if span is None:
-                span = cache[k] = Span(*k)
+                span = cache[k] = _new(Span, k)
             if key in list_fields:
                 items[key] = [span]
             if "[[" in text:
@@ -696,7 +697,7 @@ def _close(
         k = (line_no, col, line_no, col)
         span = cache.get(k)
         if span is None:
-            span = cache[k] = Span(*k)
+            span = cache[k] = _new(Span, k)
         items[key] = [span]
 
 

@@ -32,8 +32,11 @@ from urllib.parse import unquote
 
 from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, share
 
-_share = _STR_CACHE.setdefault
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution
+
+_share = _STR_CACHE.setdefault
+# Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
+_new = tuple.__new__
 
 __all__ = [
     "parse_body",
@@ -57,9 +60,11 @@ _BACKTICKS_RE = re.compile(r"``*")
 # [[...]]: the content holds no bracket and no line break.
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # [text](dest "title") / [text](<dest>); text may hold one level of brackets; dest may hold balanced ().
+# (possessive runs instead of a per-character alternation: the same language, matched several times
+# faster; giving characters back could never help, since what follows starts with a character they exclude)
 _MD_RE = re.compile(
-    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
-    r"\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()<>]|\([^\s()]*\))+))"
+    r"\[([^\[\]\n]*+(?:\[[^\[\]\n]*+\][^\[\]\n]*+)*+)\]"
+    r"\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()<>]++|\([^\s()]*\))++))"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
 )
 # run on "\n" + text: a line made of 1-6 `#`, then a blank or the end of the line
@@ -263,7 +268,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             span = cache.get(key)
             if span is None:
                 span = make_span(*key)
-            links.append(Link(body[start:end], _share(target, target), anchor, display, kind, span))
+            links.append(_new(Link, (body[start:end], _share(target, target), anchor, display, kind, span, None)))
             wiki_ranges.append((start, end))
     if has_md:
         line = first_line
@@ -298,7 +303,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             last = start
             col = start - rfind("\n", 0, start)
             span = make_span(line, col, line, col + end - start)
-            md_links.append(Link(body[start:end], _share(target, target), anchor, text, md, span))
+            md_links.append(_new(Link, (body[start:end], _share(target, target), anchor, text, md, span, None)))
         if md_links:
             if links:
                 links.extend(md_links)
@@ -319,7 +324,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 text = _HEADING_CLOSE_RE.sub("", text).strip()
             line += count("\n", last, start)
             last = start
-            headings.append(Heading(text, hashes_end - start, line))
+            headings.append(_new(Heading, (text, hashes_end - start, line)))
     if has_block:
         for m in _BLOCK_RE.finditer(masked):
             start = m.start()
@@ -329,7 +334,8 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
 
 
 def _link_order(link: Link) -> tuple[int, int]:
-    return link.span.line, link.span.column
+    span = link[5]
+    return span[0], span[1]
 
 
 def frontmatter_links(parsed: ParsedFile) -> list[Link]:
@@ -646,9 +652,9 @@ class Resolver:
                     if anchor and is_note[path]:
                         table = anchors(path)
                         if table is not None and not table.has(anchor):
-                            append(Resolution(link, broken_anchor, path))
+                            append(_new(Resolution, (link, broken_anchor, path, (), None)))
                             continue
-                    append(Resolution(link, ok, path))
+                    append(_new(Resolution, (link, ok, path, (), None)))
                     continue
             append(self.resolve(link, source, anchors))
         return out

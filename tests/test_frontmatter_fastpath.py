@@ -48,7 +48,12 @@ def _assert_same(fm: str) -> bool:
         return False
     assert slow.problems == [], (fm, slow.problems)
     assert _strict(fast.meta) == _strict(slow.meta), fm
-    assert _strict(fast.meta) == _strict(yaml.load(fm, Loader=yaml.CSafeLoader) or {}), fm
+    try:
+        plain = yaml.load(fm, Loader=yaml.CSafeLoader) or {}
+    except ValueError:  # `2026-02-30`: PyYAML raises, grasbot keeps the text (lint reports it)
+        pass
+    else:
+        assert _strict(fast.meta) == _strict(plain), fm
     assert list(fast.key_positions.items()) == list(slow.key_positions.items()), fm
     assert fast.item_positions == slow.item_positions, fm
     assert fast.string_values == slow.string_values, fm
@@ -108,7 +113,7 @@ def entry(draw: st.DrawFn) -> str:
                                  "k: \ufeffx\n", "nested:\n  a: 1\n", "- top\n", "k: [a,\n  b]\n"]))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(entry(), max_size=8).map("".join))
 def test_fast_path_agrees_with_libyaml(fm: str) -> None:
     _assert_same(fm)

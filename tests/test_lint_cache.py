@@ -146,3 +146,17 @@ def test_a_damaged_snapshot_falls_back_to_a_full_run(vault):
     cache.save()
     mode, diags, _ = cached_run(vault)
     assert mode == "full" and diags == fresh_run(vault)
+
+
+def test_no_cache_is_written_into_a_read_only_vault(vault, tmp_path, monkeypatch):
+    os.chmod(vault, 0o555)
+    try:
+        mode, first, _ = cached_run(vault)
+        assert not (vault / ".vaulttools_cache").exists()  # even as root, who could write there
+        assert first == fresh_run(vault)
+        monkeypatch.setenv("VAULTTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+        cached_run(vault)
+        assert cached_run(vault)[0] == "unchanged"
+        assert list((tmp_path / "cache").iterdir())
+    finally:
+        os.chmod(vault, 0o755)

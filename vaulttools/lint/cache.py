@@ -24,7 +24,9 @@ How a run uses it (`LintCache.fast_result`):
    changed, `answer-not-retrieved` active, which depends on the whole index): a full run, which refreshes
    the cache. Note-local findings of unchanged notes still come from the cache then.
 
-A cache that cannot be read or written is ignored: a read-only vault lints fine, just without it.
+A cache that cannot be read or written is ignored: a read-only vault lints fine, just without it. A vault
+folder without its write permission bit gets no cache folder, even when the linter runs as root (set
+``VAULTTOOLS_CACHE_DIR`` to cache such a vault elsewhere).
 """
 
 from __future__ import annotations
@@ -389,6 +391,8 @@ class LintCache:
         """Write the cache atomically; errors are ignored."""
         if self.file is None or not self.dirty:
             return
+        if not os.environ.get("VAULTTOOLS_CACHE_DIR") and _read_only(self.root):
+            return  # a vault folder without write permission is read-only on purpose, even for root
         folder = self.file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -402,6 +406,13 @@ class LintCache:
             os.replace(tmp, self.file)
         except (OSError, ValueError):
             pass
+
+
+def _read_only(root: Path) -> bool:
+    try:
+        return not os.stat(root).st_mode & 0o200
+    except OSError:
+        return True
 
 
 def _stat_sig(path: Path) -> tuple[int, int]:
