@@ -239,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         values = [r[key] for r in results[side]]
         return f"{fmt(min(values))} – {fmt(max(values))}"
 
+    def times(a: float, b: float) -> str:
+        r = _util.ratio(a, b)
+        return f"{r:.2f}×" if r == r and r < 1 else _util.fmt_ratio(r)
+
     def ms(v: float) -> str:
         return f"{v:.2f} ms"
 
@@ -250,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = sum(1 for n in Vault.load(args.vault).notes.values() if not n.is_private)
     rows = [
         ["overhead per /ask excluding the LLM (median)", ms(med("grasbot", "overhead_ms")), spread("grasbot", "overhead_ms", ms),
-         ms(med("baseline", "overhead_ms")), _util.fmt_ratio(_util.ratio(med("grasbot", "overhead_ms"), med("baseline", "overhead_ms"))),
+         ms(med("baseline", "overhead_ms")), times(med("grasbot", "overhead_ms"), med("baseline", "overhead_ms")),
          _util.verdict(med("grasbot", "overhead_ms"), TARGET_MS)],
         ["overhead excluding the LLM, p95", ms(med("grasbot", "overhead_p95_ms")), spread("grasbot", "overhead_p95_ms", ms),
          ms(med("baseline", "overhead_p95_ms")), "", ""],
@@ -259,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         ["client latency, fake LLM included", ms(med("grasbot", "latency_ms")), spread("grasbot", "latency_ms", ms),
          ms(med("baseline", "latency_ms")), "", ""],
         [f"throughput, {args.concurrency} connections", rps(med("grasbot", "rps")), spread("grasbot", "rps", rps),
-         rps(med("baseline", "rps")), _util.fmt_ratio(_util.ratio(med("baseline", "rps"), med("grasbot", "rps"))), ""],
+         rps(med("baseline", "rps")), times(med("baseline", "rps"), med("grasbot", "rps")), ""],
     ]  # fmt: skip
     failed = sum(int(r["failed"]) for side in results.values() for r in side)
     _util.print_table(

@@ -45,6 +45,8 @@ _OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
 # Spans and short strings repeat across notes (every note has `title:` at 2:1, `visibility: public`,
 # `"[[MOC-Projets]]"`...): sharing one immutable object per value saves a large part of a big vault's
 # memory, and a dict look-up is cheaper than building a frozen dataclass. Both caches are bounded.
+# (keyed by the Span itself: a Span equals and hashes as the plain tuple it is looked up with, so no
+# separate key tuple is kept)
 _SPAN_CACHE: dict[tuple[int, int, int, int], Span] = {}
 _new = tuple.__new__  # Span is a named tuple: build it from its key without a Python-level __new__
 _STR_CACHE: dict[str, str] = {}
@@ -59,7 +61,8 @@ def make_span(line: int, column: int, end_line: int, end_column: int) -> Span:
     if span is None:
         if len(_SPAN_CACHE) >= _CACHE_LIMIT:
             _SPAN_CACHE.clear()
-        span = _SPAN_CACHE[key] = _new(Span, key)
+        span = _new(Span, key)
+        _SPAN_CACHE[span] = span
     return span
 
 
@@ -137,6 +140,8 @@ class ParsedFile:
     string_values: list[tuple[str, str, Span, str]] = field(default_factory=list)
     #: Line table of `text`, built once and shared with the link extractor (None for an empty result).
     line_index: LineIndex | None = None
+    #: True when `parse_text(..., positions=False)` skipped key_positions/item_positions (left empty).
+    positions_skipped: bool = False
 
 
 # -- YAML ------------------------------------------------------------------------------------------
@@ -283,9 +288,11 @@ def _yaml_counts_lines_like_us(fm: str) -> bool:
     return not ("\x85" in fm or "\u2028" in fm or "\u2029" in fm)
 
 
-def _parse_yaml(fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile) -> None:
+def _parse_yaml(
+    fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile, positions: bool = True
+) -> None:
     """Parse the frontmatter text `fm`, which starts at character `fm_offset`, line `fm_line`, column 1."""
-    if _fast_yaml(fm, fm_line, result):
+    if _fast_yaml(fm, fm_line, result, positions):
         return
     _parse_yaml_libyaml(fm, path, fm_offset, fm_line, index, result)
 
@@ -343,7 +350,8 @@ def _parse_yaml_libyaml(
             k = (a.line + shift, a.column + 1, b.line + shift, b.column + 1)
             found = cache.get(k)
             if found is None:
-                found = cache[k] = _new(Span, k)
+                found = _new(Span, k)
+                cache[found] = found
             return found
 
     else:
@@ -414,6 +422,8 @@ def _typed(value: str) -> Any:
     if found is not _MISS:
         return found
     resolvers = _IMPLICIT.get(value[:1], _NO_IMPLICIT) if value else _IMPLICIT.get("", ())
+    if not resolvers:  # most words: a string whatever follows its first character (not cached twice)
+        return _STR_CACHE.setdefault(value, value) if len(value) <= _SHORT else value
     for tag, regexp in resolvers:
         if regexp.match(value):
             constructor = _SCALAR_CONSTRUCTORS.get(tag)
@@ -478,25 +488,49 @@ def _scalar(rest: str) -> tuple[Any, str, int]:
     return _typed(text), text, len(text)
 
 
-def _fast_yaml(fm: str, fm_line: int, result: ParsedFile) -> bool:
+def _fast_yaml(fm: str, fm_line: int, result: ParsedFile, positions: bool = True) -> bool:
     """Read `fm` if it is in the simple subset (see above) and fill `result`; False (and `result`
-    untouched) otherwise."""
+    untouched) otherwise. `positions` False: skip key and item positions (not string_values)."""
     if _NOT_SIMPLE_RE.search(fm) is not None:
         return False
     try:
-        meta, keys, items, strings = _fast_parts(fm, fm_line)
+        meta, keys, items, strings = _fast_parts(fm, fm_line, positions)
     except _NotSimple:
         return False
     result.meta = meta
     result.key_positions = keys
     result.item_positions = items
     result.string_values = strings
+    result.positions_skipped = not positions
     return True
 
 
+# One line of the subset, as groups (findall gives one tuple per line, at C speed). Quoted groups keep
+# their quotes and the item group keeps its dash, so that a group is empty exactly when it did not match.
+# A plain scalar: no indicator first; `:` only before a non-blank; blanks only before a character that
+# cannot start a comment or be a `:`; `#` only right after a non-blank. Anything else lands in BAD.
+# (Only spaces count as blanks, as for libyaml; explicit classes, as Unicode ones are slow on UCS-2 text.
+# Keys are ASCII words: any other key goes to libyaml.)
+_PLAIN = r"""[^\ \n\-?:,\[\]{}#&*!|>'"%@`](?:[^\ \n:#]++|:(?=[^\ \n])|\#|\ ++(?=[^\ \n\#:]))*+"""
+_TAIL = r"""\ *(?:(?<=\ )\#[^\n]*)?"""
+# Each match ends with its line break, so findall tries the pattern at line starts only.
+_LINES_RE = re.compile(
+    r"""(?:
+      ([A-Za-z_][A-Za-z0-9_-]*+):(?:(\ +)(?:("[^"\\\n]*+")|('(?:[^'\n]++|'')*+')|(\[[^\n]*)|(""" + _PLAIN + r"""))""" + _TAIL + r"""|\ *)
+    | (\ *-)(?:(\ +)(?:("[^"\\\n]*+")|(""" + _PLAIN + r"""))""" + _TAIL + r"""|\ *)
+    | \ *(?:\#[^\n]*)?
+    | ([^\n]+)
+    )\n""",
+    re.VERBOSE,
+)
+
+
 def _fast_parts(
-    fm: str, fm_line: int
+    fm: str, fm_line: int, positions: bool = True
 ) -> tuple[dict[str, Any], dict[str, Span], dict[str, list[Span]], list[tuple[str, str, Span, str]]]:
+    rows = _LINES_RE.findall(fm)
+    if len(rows) != fm.count("\n") or not fm.endswith("\n"):
+        raise _NotSimple
     meta: dict[str, Any] = {}
     keys: dict[str, Span] = {}
     items: dict[str, list[Span]] = {}
@@ -506,9 +540,10 @@ def _fast_parts(
         cache.clear()
     span_get = cache.get
     typed_get = _TYPED_CACHE.get
+    str_share = _STR_CACHE.setdefault
     miss = _MISS
-    indicators = _INDICATORS
     list_fields = _LIST_FIELDS
+    maybe_typed = _KEY_MAYBE_TYPED
     # the key whose value is still open (`key:` then nothing on its line), and its block sequence
     open_key: str | None = None
     open_line = 0
@@ -516,164 +551,172 @@ def _fast_parts(
     seq_spans: list[Span] = []
     seq_indent = -1
     line_no = fm_line - 1
-    for line in fm.split("\n"):
+    for key, ksp, dq, sq, flow, plain, dash, isp, idq, iplain, bad in rows:
         line_no += 1
-        if not line:
-            continue
-        first = line[0]
-        if first == " " or first == "-":
-            # a block sequence item (or a blank or comment line)
-            stripped = line.lstrip(" ") if first == " " else line
-            if not stripped or stripped[0] == "#":
-                continue
-            if open_key is None or stripped[0] != "-" or (len(stripped) > 1 and stripped[1] != " "):
-                raise _NotSimple  # continuation lines, nested blocks, indented keys...
-            indent = len(line) - len(stripped)
+        if dash:
+            if open_key is None:
+                raise _NotSimple
+            indent = len(dash) - 1
             if seq is None:
                 seq = []
                 seq_spans = []
                 seq_indent = indent
             elif indent != seq_indent:
                 raise _NotSimple
-            rest = stripped[2:]
-            if rest[:1] == " ":
-                rest = rest.lstrip(" ")
-            if not rest:
-                value: Any = None
-                text = ""
-                start = indent + 2
-                size = 0
+            if iplain:
+                text = iplain
+                value = typed_get(text, miss)
+                if value is miss:
+                    value = _typed(text)
+                size = len(text)
+            elif idq:
+                text = idq[1:-1]
+                value = str_share(text, text) if len(text) <= _SHORT else text
+                size = len(idq)
             else:
-                start = len(line) - len(rest) + 1
-                c = rest[0]
-                last = rest[-1]
-                if c == '"' and last == '"' and rest.find('"', 1) == len(rest) - 1 and "\\" not in rest:
-                    text = rest[1:-1]
-                    value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
-                    size = len(rest)
-                elif c not in indicators and last != " " and last != ":" and ": " not in rest and " #" not in rest:
-                    text = rest
-                    value = typed_get(text, miss)
-                    if value is miss:
-                        value = _typed(text)
-                    size = len(rest)
-                elif c == "#":
-                    raise _NotSimple  # `- # comment`: where libyaml puts the null is not worth guessing
-                else:
-                    value, text, size = _scalar(rest)
-            k = (line_no, start, line_no, start + size)
-            span = span_get(k)
-            if span is None:
-                span = cache[k] = _new(Span, k)
+                seq.append(None)
+                if positions:
+                    start = indent + 2  # libyaml puts an empty item right after its dash
+                    k = (line_no, start, line_no, start)
+                    span = span_get(k)
+                    if span is None:
+                        span = _new(Span, k)
+                        cache[span] = span
+                    seq_spans.append(span)
+                continue
             seq.append(value)
-            seq_spans.append(span)
-            if "[[" in text:
-                strings.append((open_key, text, span, rest[:size]))
+            if positions or "[[" in text:
+                start = len(dash) + len(isp) + 1
+                k = (line_no, start, line_no, start + size)
+                span = span_get(k)
+                if span is None:
+                    span = _new(Span, k)
+                    cache[span] = span
+                if positions:
+                    seq_spans.append(span)
+                if "[[" in text:
+                    strings.append((open_key, text, span, iplain or idq))
             continue
-        if first == "#":
-            continue
+        if not key:
+            if bad:
+                raise _NotSimple
+            continue  # blank or comment line
         # a top-level key
         if open_key is not None:
             _close(open_key, open_line, seq, seq_spans, meta, items, cache)
             open_key = seq = None
-        colon = line.find(":")
-        if colon < 1:
-            raise _NotSimple
-        key = line[:colon]
-        if not key.isidentifier() and _KEY_RE.fullmatch(key) is None:
-            raise _NotSimple
-        if key[0] in _KEY_MAYBE_TYPED and _typed(key).__class__ is not str:
+        if key[0] in maybe_typed and _typed(key).__class__ is not str:
             raise _NotSimple  # `yes:`, `null:`... are not string keys
-        key = _STR_CACHE.setdefault(key, key) if colon <= _SHORT else key
-        k = (line_no, 1, line_no, colon + 1)
-        span = span_get(k)
-        if span is None:
-            span = cache[k] = _new(Span, k)
-        keys[key] = span
-        rest = line[colon + 1 :]
-        if not rest:
+        size = len(key)
+        key = str_share(key, key) if size <= _SHORT else key
+        if positions:
+            k = (line_no, 1, line_no, size + 1)
+            span = span_get(k)
+            if span is None:
+                span = _new(Span, k)
+                cache[span] = span
+            keys[key] = span
+        if not ksp:
             open_key = key
             open_line = line_no
             continue
-        if rest[0] != " ":
-            raise _NotSimple  # `key:value` is one plain scalar, not a mapping
-        rest = rest.lstrip(" ")
-        if not rest:
-            open_key = key
-            open_line = line_no
-            continue
-        col = len(line) - len(rest) + 1
-        c = rest[0]
-        if c == "[":
-            if _EMPTY_FLOW_RE.match(rest):
-                _after_quote(rest[rest.index("]") + 1 :])
-                meta[key] = []
-                items[key] = []
-                continue
-            out: list[Any] = []
-            spans: list[Span] = []
-            pos = 1
-            flow_match = _FLOW_ITEM_RE.match
-            while True:
-                m = flow_match(rest, pos)
-                if m is None:
-                    raise _NotSimple
-                dq, sq, plain, sep = m.groups()
-                if plain is not None:
-                    value = typed_get(plain, miss)
-                    if value is miss:
-                        value = _typed(plain)
-                    begin, text = m.start(3), plain
-                    end = begin + len(plain)
-                elif dq is not None:
-                    value = _STR_CACHE.setdefault(dq, dq) if len(dq) <= _SHORT else dq
-                    begin, text = m.start(1) - 1, dq
-                    end = m.end(1) + 1
-                else:
-                    text = sq.replace("''", "'") if "''" in sq else sq
-                    value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
-                    begin = m.start(2) - 1
-                    end = m.end(2) + 1
-                out.append(value)
-                k = (line_no, col + begin, line_no, col + end)
-                span = span_get(k)
-                if span is None:
-                    span = cache[k] = _new(Span, k)
-                spans.append(span)
-                if "[[" in text:
-                    strings.append((key, text, span, rest[begin:end]))
-                pos = m.end()
-                if sep == "]":
-                    break
-            if pos < len(rest):
-                _after_quote(rest[pos:])
-            meta[key] = out
-            items[key] = spans
-            continue
-        if c == "#":
-            raise _NotSimple  # `key: # comment`, rare: leave to libyaml
-        last = rest[-1]
-        if c not in indicators and last != " " and last != ":" and ": " not in rest and " #" not in rest:
-            text = rest
+        col = size + len(ksp) + 2
+        if plain:
+            text = source = plain
             value = typed_get(text, miss)
             if value is miss:
                 value = _typed(text)
-            size = len(rest)
+        elif dq:
+            text = dq[1:-1]
+            source = dq
+            value = str_share(text, text) if len(text) <= _SHORT else text
+        elif sq:
+            source = sq
+            text = sq[1:-1]
+            if "''" in text:
+                text = text.replace("''", "'")
+            value = str_share(text, text) if len(text) <= _SHORT else text
         else:
-            value, text, size = _scalar(rest)
+            _flow(flow, key, line_no, col, positions, meta, items, strings)
+            continue
         meta[key] = value
-        if key in list_fields or "[[" in text:
-            k = (line_no, col, line_no, col + size)
+        if (positions and key in list_fields) or "[[" in text:
+            k = (line_no, col, line_no, col + len(source))
             span = span_get(k)
             if span is None:
-                span = cache[k] = _new(Span, k)
-            if key in list_fields:
+                span = _new(Span, k)
+                cache[span] = span
+            if positions and key in list_fields:
                 items[key] = [span]
             if "[[" in text:
-                strings.append((key, text, span, rest[:size]))
+                strings.append((key, text, span, source))
     if open_key is not None:
         _close(open_key, open_line, seq, seq_spans, meta, items, cache)
+    if not positions:
+        items.clear()  # `_close` may have put some
     return meta, keys, items, strings
+
+
+def _flow(
+    rest: str,
+    key: str,
+    line_no: int,
+    col: int,
+    positions: bool,
+    meta: dict[str, Any],
+    items: dict[str, list[Span]],
+    strings: list[tuple[str, str, Span, str]],
+) -> None:
+    """A one-line flow sequence `[a, "b", 'c']` (`rest` runs from `[` to the end of the line)."""
+    cache = _SPAN_CACHE
+    if _EMPTY_FLOW_RE.match(rest):
+        _after_quote(rest[rest.index("]") + 1 :])
+        meta[key] = []
+        if positions:
+            items[key] = []
+        return
+    out: list[Any] = []
+    spans: list[Span] = []
+    pos = 1
+    flow_match = _FLOW_ITEM_RE.match
+    while True:
+        m = flow_match(rest, pos)
+        if m is None:
+            raise _NotSimple
+        dq, sq, plain, sep = m.groups()
+        if plain is not None:
+            value = _TYPED_CACHE.get(plain, _MISS)
+            if value is _MISS:
+                value = _typed(plain)
+            begin, text = m.start(3), plain
+            end = begin + len(plain)
+        elif dq is not None:
+            value = _STR_CACHE.setdefault(dq, dq) if len(dq) <= _SHORT else dq
+            begin, text = m.start(1) - 1, dq
+            end = m.end(1) + 1
+        else:
+            text = sq.replace("''", "'") if "''" in sq else sq
+            value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
+            begin = m.start(2) - 1
+            end = m.end(2) + 1
+        out.append(value)
+        if positions or "[[" in text:
+            k = (line_no, col + begin, line_no, col + end)
+            span = cache.get(k)
+            if span is None:
+                span = _new(Span, k)
+                cache[span] = span
+            spans.append(span)
+            if "[[" in text:
+                strings.append((key, text, span, rest[begin:end]))
+        pos = m.end()
+        if sep == "]":
+            break
+    if pos < len(rest):
+        _after_quote(rest[pos:])
+    meta[key] = out
+    if positions:
+        items[key] = spans
 
 
 def _close(
@@ -697,7 +740,8 @@ def _close(
         k = (line_no, col, line_no, col)
         span = cache.get(k)
         if span is None:
-            span = cache[k] = _new(Span, k)
+            span = _new(Span, k)
+            cache[span] = span
         items[key] = [span]
 
 
@@ -752,8 +796,12 @@ def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
     return text, problems
 
 
-def parse_text(text: str, path: str) -> ParsedFile:
-    """Split and parse an already decoded note (BOM removed)."""
+def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
+    """Split and parse an already decoded note (BOM removed).
+
+    `positions` False lets the common case skip `key_positions`/`item_positions` (then
+    `positions_skipped` is True and they are empty): `grasbot.notes.Note` computes them on first access.
+    """
     result = ParsedFile(text=text, meta={}, body=text, body_line=1, has_frontmatter=False)
     if not text.strip():
         result.problems.append(Problem(path, 1, 1, "empty file", "empty"))
@@ -777,17 +825,17 @@ def parse_text(text: str, path: str) -> ParsedFile:
     # the YAML starts on line 2; fm_end is the start of the closing `---` line
     result.frontmatter_span = Span(2, 1, text.count("\n", 0, fm_end) + 1, 1)
     if fm_end > fm_start:
-        _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result)
+        _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result, positions)
     return result
 
 
-def parse_bytes(raw: bytes, path: str) -> ParsedFile:
-    """Decode and parse a note file's bytes; never raises."""
+def parse_bytes(raw: bytes, path: str, positions: bool = True) -> ParsedFile:
+    """Decode and parse a note file's bytes; never raises (`positions`: see `parse_text`)."""
     text, problems = decode(raw, path)
     if text is None:
         result = ParsedFile(text="", meta={}, body="", body_line=1, has_frontmatter=False, problems=problems)
         return result
-    result = parse_text(text, path)
+    result = parse_text(text, path, positions)
     if problems:
         result.problems[:0] = problems
     return result

@@ -35,6 +35,7 @@ from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, 
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution
 
 _share = _STR_CACHE.setdefault
+_SHORT_RAW = 48
 # Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
 _new = tuple.__new__
 
@@ -268,7 +269,10 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             span = cache.get(key)
             if span is None:
                 span = make_span(*key)
-            links.append(_new(Link, (body[start:end], _share(target, target), anchor, display, kind, span, None)))
+            raw = body[start:end]
+            if end - start <= _SHORT_RAW:
+                raw = _share(raw, raw)  # the same `[[name]]` recurs across notes
+            links.append(_new(Link, (raw, _share(target, target), anchor, display, kind, span, None)))
             wiki_ranges.append((start, end))
     if has_md:
         line = first_line
@@ -634,7 +638,18 @@ class Resolver:
     ) -> list[Resolution]:
         """`resolve` for every link of one note: the same answers, with the common case (a wikilink to a
         name or path, found once, no anchor) kept free of per-link function calls."""
-        out: list[Resolution] = []
+        ok = LinkStatus.OK
+        return [
+            _new(Resolution, (link, ok, r, (), None)) if r.__class__ is str else r  # type: ignore[misc]
+            for link, r in zip(links, self.resolve_compact(links, source, anchors))
+        ]
+
+    def resolve_compact(
+        self, links: list[Link], source: str, anchors: Callable[[str], AnchorTable | None]
+    ) -> list[str | Resolution]:
+        """`resolve_all` in the form the vault stores: the target path (a shared str) for an OK link,
+        the full Resolution otherwise. A vault holds one per link: a pointer instead of a tuple each."""
+        out: list[str | Resolution] = []
         append = out.append
         unique = self._unique
         markdown = LinkKind.MARKDOWN
@@ -642,21 +657,22 @@ class Resolver:
         broken_anchor = LinkStatus.BROKEN_ANCHOR
         is_note = self.is_note
         for link in links:
-            target = link.target
-            if target and link.kind is not markdown:
+            target = link[1]
+            if target and link[4] is not markdown:
                 path = unique.get(target)
                 if path is None:
                     path = self._learn_unique(target)
                 if path:
-                    anchor = link.anchor
+                    anchor = link[2]
                     if anchor and is_note[path]:
                         table = anchors(path)
                         if table is not None and not table.has(anchor):
                             append(_new(Resolution, (link, broken_anchor, path, (), None)))
                             continue
-                    append(_new(Resolution, (link, ok, path, (), None)))
+                    append(path)
                     continue
-            append(self.resolve(link, source, anchors))
+            res = self.resolve(link, source, anchors)
+            append(res.target_path if res.status is ok and not res.candidates else res)  # type: ignore[arg-type]
         return out
 
 

@@ -297,7 +297,7 @@ class LLMClient:
         )
 
     async def aclose(self) -> None:
-        await self._client._client.aclose()
+        await self._client.close()
         await self._probe.aclose()
 
     def _request(self, messages: Sequence[Message], stream: bool) -> dict[str, Any]:

@@ -132,8 +132,8 @@ class Note:
         "block_ids",
         "links",
         "problems",
-        "key_positions",
-        "item_positions",
+        "_keys",
+        "_items",
         "frontmatter_span",
         "_digest",
         "id",
@@ -148,8 +148,6 @@ class Note:
     block_ids: set[str]
     links: list[Link]
     problems: list[Problem]
-    key_positions: dict[str, Span]
-    item_positions: dict[str, list[Span]]
     frontmatter_span: Span | None  # the lines between the two `---`, when present
     id: str  # stable id assigned by the vault: slug, else file name, else path where names collide
 
@@ -183,22 +181,62 @@ class Note:
         self.block_ids = set() if block_ids is None else block_ids
         self.links = [] if links is None else links
         self.problems = [] if problems is None else problems
-        self.key_positions = {} if key_positions is None else key_positions
-        self.item_positions = {} if item_positions is None else item_positions
+        # None (only from `_from_utf8`): computed from the text on first access
+        self._keys: dict[str, Span] | None = {} if key_positions is None else key_positions
+        self._items: dict[str, list[Span]] | None = {} if item_positions is None else item_positions
         self.frontmatter_span = frontmatter_span
         self._digest: str | None = digest
         self.id = id
 
     @classmethod
-    def _from_utf8(cls, path: str, raw: bytes, body_byte: int, fields: dict[str, Any], digest: str | None) -> Note:
+    def _from_utf8(
+        cls, path: str, raw: bytes, body_byte: int, fields: dict[str, Any], digest: str | None, lazy_positions: bool
+    ) -> Note:
         """A note whose text is `raw.decode("utf-8")` and whose body starts at byte `body_byte` (for
         `grasbot.vault`, which already holds the bytes: no str copy is kept). `digest` None: computed
-        from `raw` on first access."""
+        from `raw` on first access. `lazy_positions`: key and item positions are computed from the text
+        when first read (only lint reads them)."""
         note = cls(path, "", body="", **fields)
         note._src = raw
         note._body_at = body_byte
         note._digest = digest
+        if lazy_positions:
+            note._keys = note._items = None
         return note
+
+    # -- frontmatter positions -------------------------------------------------------------------------
+    def _positions(self) -> None:
+        from grasbot.frontmatter import parse_text  # grasbot.frontmatter imports this module
+
+        parsed = parse_text(self.text, self.path)
+        self._keys = parsed.key_positions
+        self._items = parsed.item_positions
+
+    @property
+    def key_positions(self) -> dict[str, Span]:
+        """Each top-level frontmatter key -> the span of the key."""
+        keys = self._keys
+        if keys is None:
+            self._positions()
+            keys = self._keys
+        return keys  # type: ignore[return-value]
+
+    @key_positions.setter
+    def key_positions(self, value: dict[str, Span]) -> None:
+        self._keys = value
+
+    @property
+    def item_positions(self) -> dict[str, list[Span]]:
+        """Each list field -> the spans of its items (of its value, for a scalar where a list is expected)."""
+        items = self._items
+        if items is None:
+            self._positions()
+            items = self._items
+        return items  # type: ignore[return-value]
+
+    @item_positions.setter
+    def item_positions(self, value: dict[str, list[Span]]) -> None:
+        self._items = value
 
     # -- text storage ----------------------------------------------------------------------------------
     @property

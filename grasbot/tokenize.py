@@ -188,7 +188,9 @@ def token_counts(text: str) -> tuple[list[str], list[int]]:
     raw_counts = Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
     if not raw_counts:
         return [], []
-    missing = raw_counts.keys() - _SINGLE.keys()
+    # set.difference with a dict checks each of our words in the dict (`keys() - keys()` would walk the
+    # whole cache instead).
+    missing = set(raw_counts).difference(_SINGLE)
     for raw in missing:
         found = _raw_tokens(raw)
         _SINGLE[raw] = found[0] if len(found) == 1 else ("" if not found else _MULTI)

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from grasbot.frontmatter import parse_bytes
 from grasbot.links import _LINK_KEY_CACHE, AnchorTable, Resolver, frontmatter_links, link_key, name_key, parse_body
-from grasbot.notes import LinkStatus, Note, Problem, Resolution
+from grasbot.notes import Link, LinkStatus, Note, Problem, Resolution
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -46,7 +46,7 @@ _BAD_BYTES = frozenset(("not-utf8", "binary"))
 
 def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
-    parsed = parse_bytes(raw, rel)
+    parsed = parse_bytes(raw, rel, positions=False)
     links, headings, blocks = parse_body(parsed.body, parsed.body_line)
     if parsed.string_values:
         fm_links = frontmatter_links(parsed)
@@ -70,8 +70,46 @@ def read_note(rel: str, raw: bytes) -> Note:
         # the text is exactly raw.decode(): keep the bytes only (see Note), digest computed on demand
         head = text[: parsed.body_start]
         body_byte = len(head) if head.isascii() else len(head.encode("utf-8"))
-        return Note._from_utf8(rel, raw, body_byte, fields, None)
-    return Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
+        return Note._from_utf8(rel, raw, body_byte, fields, None, parsed.positions_skipped)
+    note = Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
+    if parsed.positions_skipped:  # computed from the text on first access, as for the common case
+        note._keys = note._items = None
+    return note
+
+
+_OK = LinkStatus.OK
+_new = tuple.__new__
+
+
+def _materialise(links: list[Link], compact: list[str | Resolution]) -> list[Resolution]:
+    """Resolutions from the stored form: a str stands for an OK resolution to that path."""
+    ok = _OK
+    return [
+        _new(Resolution, (link, ok, r, (), None)) if r.__class__ is str else r  # type: ignore[misc]
+        for link, r in zip(links, compact)
+    ]
+
+
+def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
+    users = index.get(key)
+    if users is None:
+        index[key] = {path}
+    elif users.__class__ is tuple:
+        if path not in users:
+            index[key] = {*users, path}
+    else:
+        users.add(path)  # type: ignore[union-attr]
+
+
+def _index_discard(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
+    users = index.get(key)
+    if users is None or path not in users:
+        return
+    if users.__class__ is tuple:
+        users = index[key] = set(users)
+    users.discard(path)  # type: ignore[union-attr]
+    if not users:
+        del index[key]
 
 
 def _is_note_name(name: str) -> bool:
@@ -99,15 +137,20 @@ class Vault:
         self.files = set()
         self.problems = []
         self._resolver = Resolver()
-        self._res: dict[str, list[Resolution]] = {}
+        # per note, one entry per link: the target path of an OK link, else its Resolution (see
+        # Resolver.resolve_compact); Resolution objects are built when asked for
+        self._res: dict[str, list[str | Resolution]] = {}
         self._out: dict[str, tuple[str, ...]] = {}
-        self._in: dict[str, set[str]] = {}
-        self._dependents: dict[str, set[str]] = {}  # link key -> notes whose links use it
+        # The two sets-valued indexes below hold tuples after a load (a tuple is a quarter of a set's size;
+        # most hold one to a few paths) and become sets when an update changes them (see _index_add).
+        self._in: dict[str, set[str] | tuple[str, ...]] = {}
+        self._dependents: dict[str, set[str] | tuple[str, ...]] = {}  # link key -> notes whose links use it
         self._src_keys: dict[str, tuple[str, ...]] = {}  # note -> the keys it is registered under
         self._anchors: dict[str, AnchorTable] = {}
         self._ids: dict[str, str] = {}  # id -> path
         self._slug_groups: dict[str, set[str]] = {}
         self._stem_groups: dict[str, set[str]] = {}
+        self._loading = False
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
@@ -162,8 +205,18 @@ class Vault:
                 resolver.add_aliases(note.path, aliases)
             vault._group_add(note)
         vault._assign_ids(vault.notes.keys())
+        # Every note is indexed once here, so the two reverse indexes are built as lists (no duplicate can
+        # occur; a list is a fraction of a set's size) and frozen into tuples at the end.
+        vault._loading = True
         for note in notes:
-            vault._set_resolutions(note.path, vault._resolve_note(note))
+            vault._set_resolutions(note, vault._resolve_note(note))
+        vault._loading = False
+        for index in (vault._in, vault._dependents):
+            for key, users in index.items():
+                index[key] = tuple(users)
+        for groups in (vault._slug_groups, vault._stem_groups):
+            for key, members in groups.items():
+                groups[key] = tuple(members)
         return vault
 
     def _excluded(self, rel_key: str, name_lower: str) -> bool:
@@ -280,23 +333,14 @@ class Vault:
     def _group_add(self, note: Note) -> None:
         slug = self._slug_of(note)
         if slug:
-            self._slug_groups.setdefault(slug, set()).add(note.path)
-        self._stem_groups.setdefault(name_key(note.stem), set()).add(note.path)
+            _index_add(self._slug_groups, slug, note.path)  # type: ignore[arg-type]
+        _index_add(self._stem_groups, name_key(note.stem), note.path)  # type: ignore[arg-type]
 
     def _group_remove(self, note: Note) -> None:
         slug = self._slug_of(note)
         if slug:
-            group = self._slug_groups.get(slug)
-            if group is not None:
-                group.discard(note.path)
-                if not group:
-                    del self._slug_groups[slug]
-        key = name_key(note.stem)
-        group = self._stem_groups.get(key)
-        if group is not None:
-            group.discard(note.path)
-            if not group:
-                del self._stem_groups[key]
+            _index_discard(self._slug_groups, slug, note.path)  # type: ignore[arg-type]
+        _index_discard(self._stem_groups, name_key(note.stem), note.path)  # type: ignore[arg-type]
 
     def _id_for(self, note: Note) -> str:
         slug = self._slug_of(note)
@@ -305,7 +349,7 @@ class Vault:
         stem = note.stem
         if len(self._stem_groups.get(name_key(stem), ())) == 1:
             owners = self._slug_groups.get(stem)
-            if not owners or owners == {note.path}:
+            if not owners or (len(owners) == 1 and note.path in owners):
                 return stem
         return note.path[:-3] if note.path.lower().endswith(".md") else note.path
 
@@ -328,13 +372,13 @@ class Vault:
         out = {note.path}
         slug = self._slug_of(note)
         for key in filter(None, (slug,)):
-            out |= self._slug_groups.get(key, set())
-            out |= self._stem_groups.get(name_key(key), set())
-        out |= self._stem_groups.get(name_key(note.stem), set())
+            out.update(self._slug_groups.get(key, ()))
+            out.update(self._stem_groups.get(name_key(key), ()))
+        out.update(self._stem_groups.get(name_key(note.stem), ()))
         for path in list(out):
             other = self.notes.get(path)
             if other is not None:
-                out |= self._slug_groups.get(other.stem, set())
+                out.update(self._slug_groups.get(other.stem, ()))
         return out
 
     # -- resolution ------------------------------------------------------------------------------------
@@ -348,37 +392,60 @@ class Vault:
             self._anchors[path] = table
         return table
 
-    def _resolve_note(self, note: Note) -> list[Resolution]:
-        return self._resolver.resolve_all(note.links, note.path, self._anchor_table)
+    def _resolve_note(self, note: Note) -> list[str | Resolution]:
+        return self._resolver.resolve_compact(note.links, note.path, self._anchor_table)
 
-    def _set_resolutions(self, path: str, resolutions: list[Resolution]) -> None:
-        """Record `path`'s resolutions and bring the graph and the reverse index in line with them."""
+    def _set_resolutions(self, note: Note, resolutions: list[str | Resolution]) -> None:
+        """Record a note's resolutions (compact form) and bring the graph and the reverse index in line."""
+        path = note.path
         self._res[path] = resolutions
         out: set[str] = set()
         keys: set[str] = set()
         key_cache = _LINK_KEY_CACHE
         broken = LinkStatus.BROKEN
-        for res in resolutions:
-            target = res.link.target
+        for link, res in zip(note.links, resolutions):
+            target = link[1]
+            if res.__class__ is str:
+                tp: str | None = res  # type: ignore[assignment]
+            else:
+                tp = res.target_path  # type: ignore[union-attr]
+                if target and res.status is broken:  # type: ignore[union-attr]
+                    keys.add(_ALIAS + name_key(target.strip()))
             if target:
                 key = key_cache.get(target)
                 keys.add(key if key is not None else link_key(target))
-                if res.status is broken:
-                    keys.add(_ALIAS + name_key(target.strip()))
-            tp = res.target_path
             if tp is not None and tp != path:
                 out.add(tp)
+        self._update_indexes(path, out, keys)
+
+    def _update_indexes(self, path: str, out: set[str], keys: set[str]) -> None:
+        if self._loading:  # first (and only) registration of `path` during a load: see _load
+            incoming = self._in
+            for new in out:
+                users = incoming.get(new)
+                if users is None:
+                    incoming[new] = [path]  # type: ignore[assignment]
+                else:
+                    users.append(path)  # type: ignore[union-attr]
+            if out:
+                self._out[path] = tuple(sorted(out))
+            deps = self._dependents
+            for new in keys:
+                users = deps.get(new)
+                if users is None:
+                    deps[new] = [path]  # type: ignore[assignment]
+                else:
+                    users.append(path)  # type: ignore[union-attr]
+            if keys:
+                self._src_keys[path] = tuple(keys)
+            return
         # graph edges (stored as sorted tuples: ten times smaller than sets, and already in answer order)
         old_out = set(self._out.get(path, ()))
         if old_out != out:
             for gone in old_out - out:
-                sources = self._in.get(gone)
-                if sources is not None:
-                    sources.discard(path)
-                    if not sources:
-                        del self._in[gone]
+                _index_discard(self._in, gone, path)
             for new in out - old_out:
-                self._in.setdefault(new, set()).add(path)
+                _index_add(self._in, new, path)
             if out:
                 self._out[path] = tuple(sorted(out))
             else:
@@ -388,17 +455,9 @@ class Vault:
         if old_keys != keys:
             deps = self._dependents
             for gone in old_keys - keys:
-                users = deps.get(gone)
-                if users is not None:
-                    users.discard(path)
-                    if not users:
-                        del deps[gone]
+                _index_discard(deps, gone, path)
             for new in keys - old_keys:
-                users = deps.get(new)
-                if users is None:
-                    deps[new] = {path}
-                else:
-                    users.add(path)
+                _index_add(deps, new, path)
             if keys:
                 self._src_keys[path] = tuple(keys)
             else:
@@ -406,8 +465,8 @@ class Vault:
 
     def _forget(self, path: str) -> None:
         """Drop a removed note's outgoing edges and reverse-index entries."""
-        self._set_resolutions(path, [])
-        del self._res[path]
+        self._update_indexes(path, set(), set())
+        self._res.pop(path, None)
         self._src_keys.pop(path, None)
 
     def _relink(self, keys: set[str], skip: str) -> set[str]:
@@ -416,7 +475,7 @@ class Vault:
         for key in keys:
             users = self._dependents.get(key)
             if users:
-                sources |= users
+                sources.update(users)
         sources.discard(skip)
         changed = set()
         for source in sorted(sources):
@@ -425,19 +484,24 @@ class Vault:
                 continue
             new = self._resolve_note(note)
             if new != self._res.get(source):
-                self._set_resolutions(source, new)
+                self._set_resolutions(note, new)
                 changed.add(source)
         return changed
 
     # -- queries ---------------------------------------------------------------------------------------
     def resolutions(self, path: str) -> list[Resolution]:
         """The resolution of every link of the note at `path`, in the order the links appear."""
-        return list(self._res.get(path, ()))
+        note = self.notes.get(path)
+        compact = self._res.get(path)
+        if note is None or not compact:
+            return []
+        return _materialise(note.links, compact)
 
     def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
         """(note path, its resolutions) for every note, sorted by path."""
-        for path in self.notes:
-            yield path, self._res.get(path, [])
+        for path, note in self.notes.items():
+            compact = self._res.get(path)
+            yield path, _materialise(note.links, compact) if compact else []
 
     def outgoing(self, path: str) -> list[str]:
         """Paths of notes/files this note links to (resolved links only), sorted, unique."""
@@ -560,7 +624,7 @@ class Vault:
         if old is not None:
             neighbours |= self._id_neighbours(old)
         self._assign_ids(neighbours)
-        self._set_resolutions(rel, self._resolve_note(note))
+        self._set_resolutions(note, self._resolve_note(note))
         relinked = self._relink(keys, rel) if anchors_changed else set()
         return LinkChange(changed={rel}, relinked=relinked)
 

@@ -141,6 +141,7 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     finally:
         if running is not None:
             running.stop()
+            running.service.stamp_path.unlink(missing_ok=True)  # the reload stamp in the temp dir
         sock.close()
         root.removeHandler(capture)
         for name, level in levels.items():

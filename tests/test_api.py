@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from grasbot.api import reload_stamp_path
 from grasbot.vault import Vault
 from tests.fake_ollama import FakeOllama
 from tests.service_fixtures import *  # noqa: F403
@@ -534,6 +535,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        reload_stamp_path(service_vault).unlink(missing_ok=True)
 
 
 def test_client_leaving_a_stream_does_not_hang_the_server(fake_ollama: FakeOllama) -> None:

@@ -43,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from grasbot.vault import Vault
-    from vaulttools.lint import apply_fixes, lint_vault, render
+    # imports kept to what every run needs: the cached answer loads neither the vault engine nor the rules
     from vaulttools.lint.cache import LintCache
     from vaulttools.lint.config import ConfigError, load_config, parse_rule_list
     from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
@@ -65,9 +64,13 @@ def _run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
 
     cache = None if args.no_cache or args.fix or args.diff else LintCache.open(root, taxonomy, config)
-    result = cache.fast_result(taxonomy, config) if cache is not None else None
+    answered = cache is not None and cache.answer(taxonomy, config)
     vault = None
-    if result is None:
+    result = None
+    if not answered:
+        from grasbot.vault import Vault
+        from vaulttools.lint import lint_vault
+
         try:
             vault = Vault.load(root)
         except (FileNotFoundError, NotADirectoryError) as exc:
@@ -79,10 +82,10 @@ def _run(args: argparse.Namespace) -> int:
             stop()
         if cache is not None:
             cache.record(vault, result, result.answers_checked)
-    if cache is not None:
-        cache.save()
 
     if args.diff:
+        from vaulttools.lint import apply_fixes
+
         fixes = apply_fixes(vault, result.diagnostics, taxonomy, config, write=False)
         changed = [f for f in fixes if f.changed]
         _write_output(args, "".join(f.diff() for f in changed))
@@ -93,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
 
     failed = 0
     if args.fix:
+        from vaulttools.lint import apply_fixes, lint_vault
+
         fixes = apply_fixes(vault, result.diagnostics, taxonomy, config, write=True)
         written = [f for f in fixes if f.changed and f.error is None]
         for f in fixes:
@@ -110,10 +115,22 @@ def _run(args: argparse.Namespace) -> int:
             result = lint_vault(vault, taxonomy, config)
 
     color = args.format == "text" and not args.output and sys.stdout.isatty()
-    _write_output(args, render(result, args.format, color=color))
+    text = None
+    if cache is not None and not color:  # the stored per-note parts of the last report, when they apply
+        text = cache.report(args.format, result=result)
+    if text is None:
+        from vaulttools.lint import render
+
+        if result is None:
+            result = cache.result()  # type: ignore[union-attr]
+        text = render(result, args.format, color=color)
+    if cache is not None:
+        cache.save()
+    _write_output(args, text)
     if args.exit_zero:
         return 0
-    return 1 if (result.has_errors or failed) else 0
+    has_errors = result.has_errors if result is not None else cache.has_errors  # type: ignore[union-attr]
+    return 1 if (has_errors or failed) else 0
 
 
 def _write_output(args: argparse.Namespace, text: str) -> None:

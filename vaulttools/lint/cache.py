@@ -5,14 +5,22 @@ hidden folder is read neither by Obsidian nor by the vault loader, and holds a `
 committed):
 
 - *per note*: its content digest, its findings after the whole run (the note-local ones, from the frontmatter
-  and vocabulary rules, are reused by a full run for every note whose digest is unchanged), and its *exports*: what other notes' findings depend on (headings, block
+  and vocabulary rules, are reused by a full run for every note whose digest is unchanged), how many are
+  errors, warnings and fixable, and its *exports*: what other notes' findings depend on (headings, block
   ids, slug, aliases, visibility);
-- *per file* of the vault folder: modification time and size.
+- *per file* of the vault folder: modification time and size (checked before any content is read or hashed);
+- *the last report*, one string per note with findings, in the format and from the folder it was printed in:
+  a second run prints it again without rebuilding 35k findings (`LintCache.report`).
 
-It is valid only for the same engine version, Python version, taxonomy (file digest), configuration and day
+Layout: a magic line, then one `marshal` dump. Findings and exports are nested marshal blobs, decoded only for
+the notes that need them, so loading the cache of a 10k-note vault builds a few tens of thousands of objects,
+not half a million. A cache file without the magic line, of another layout (`CACHE_FORMAT`), that does not
+decode or whose entries do not have the expected shape is ignored and rewritten by a full run.
+
+It is valid only for the same cache layout, engine version, Python version, taxonomy (file digest), configuration and day
 (`updated-date` compares with today); otherwise it starts empty.
 
-How a run uses it (`LintCache.fast_result`):
+How a run uses it (`LintCache.answer`, or `fast_result` for the findings themselves):
 
 1. nothing changed (every file has the same time and size, or the same digest): the stored findings are the
    answer; the vault is not even loaded;
@@ -23,6 +31,8 @@ How a run uses it (`LintCache.fast_result`):
 3. anything else (a note added, removed or renamed, a heading or alias or visibility changed, an attachment
    changed, `answer-not-retrieved` active, which depends on the whole index): a full run, which refreshes
    the cache. Note-local findings of unchanged notes still come from the cache then.
+
+The file is written atomically (temporary file + rename) and only when something in it changed.
 
 A cache that cannot be read or written is ignored: a read-only vault lints fine, just without it. A vault
 folder without its write permission bit gets no cache folder, even when the linter runs as root (set
@@ -48,6 +58,10 @@ from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 __all__ = ["LintCache", "cache_dir"]
 
 _FILE = "lint.bin"
+#: First bytes of the cache file; a file without them (damaged, another program's) is ignored and rewritten.
+_MAGIC = b"vaulttools-lint-cache\n"
+#: Bump when the stored layout changes (part of the key: an older cache is ignored, then rewritten).
+CACHE_FORMAT = "3"
 
 
 def cache_dir(root: Path) -> Path:
@@ -139,7 +153,7 @@ class _StandIns(Mapping):
     def __getitem__(self, path: str) -> Note:
         note = self.changed.get(path) or self.built.get(path)
         if note is None:
-            note = self.built[path] = _stand_in(path, self.stored[path][1])
+            note = self.built[path] = _stand_in(path, marshal.loads(self.stored[path][1]))
         return note
 
     def __iter__(self):
@@ -154,25 +168,23 @@ class _StandIns(Mapping):
 
 class _CachedVault:
     """Just enough of `grasbot.vault.Vault` for the link and slug rules to check a few changed notes against
-    the stored state of all the others (the engine's own resolver and anchor tables)."""
+    the stored state of all the others (the engine's own resolver and anchor tables). The changed notes have
+    the same exports as before (else the run is a full one), so the stored identity rows hold for them too."""
 
-    def __init__(self, root: Path, stored: dict[str, tuple], changed: dict[str, Note], files: list[str]) -> None:
+    def __init__(self, root: Path, snapshot: dict[str, Any], changed: dict[str, Note]) -> None:
         self.root = root
-        self.notes = _StandIns(stored, changed)
-        self.files = set(files)
+        self.notes = _StandIns(snapshot["notes"], changed)
+        self.files = set(snapshot["files"])
         self.problems: list = []
-        self._stored = stored
+        self._stored = snapshot["notes"]
+        self._identity_blob = snapshot["identity"]
         self._anchors: dict[str, Any] = {}
         self._rows: list[tuple] | None = None
 
     def identity_rows(self) -> list[tuple]:
+        """(path, slug, aliases, folded aliases, is_private) of every note, as `slugs.identity_rows` gives them."""
         if self._rows is None:
-            rows = []
-            for path, entry in self._stored.items():
-                note = self.notes.changed.get(path)
-                ex = exports(note) if note is not None else entry[1]
-                rows.append((path, ex[2], ex[3], ex[4], ex[6]))
-            self._rows = rows
+            self._rows = [tuple(row) for row in marshal.loads(self._identity_blob)]
         return self._rows
 
     def _resolver_for(self, names: set[str], alias_keys: set[str]):
@@ -190,8 +202,8 @@ class _CachedVault:
             if name_key(path.rsplit("/", 1)[-1]) in names:
                 resolver.add(path, False)
         if alias_keys:
-            for path, entry in self._stored.items():
-                found = [a for a in entry[1][3] if a is not None and name_key(a.strip()) in alias_keys]
+            for path, _slug, aliases, _keys, _private in self.identity_rows():
+                found = [a for a in aliases if a is not None and name_key(a.strip()) in alias_keys]
                 if found:
                     resolver.add_aliases(path, found)
         return resolver
@@ -237,7 +249,8 @@ def _stand_in(path: str, ex: tuple) -> Note:
 
 
 class LintCache:
-    """Use `open`, try `fast_result`, else pass it to `lint_vault(cache=...)` and `record` the result; `save`."""
+    """Use `open`, then `answer` (or `fast_result`); else pass it to `lint_vault(cache=...)` and `record` the
+    result. `report` gives the report from the stored parts; `save` writes the cache when it changed."""
 
     def __init__(self, file: Path | None, key: str, root: Path) -> None:
         self.file = file
@@ -248,10 +261,12 @@ class LintCache:
         self.hits = 0
         self.misses = 0
         self.mode = "full"  # how the last run was answered: "unchanged", "incremental" or "full"
+        self._counts: tuple[int, int, int] | None = None  # (errors, warnings, fixable) of an answered run
+        self._recorded: Any = None  # the result `record` stored
 
     @classmethod
     def open(cls, root: Path, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> LintCache:
-        from vaulttools.lint.engine import ENGINE_VERSION
+        from vaulttools.lint.registry import ENGINE_VERSION
 
         tax_digest = ""
         tax_path = getattr(taxonomy, "path", None)
@@ -260,13 +275,15 @@ class LintCache:
                 tax_digest = hashlib.blake2b(Path(tax_path).read_bytes(), digest_size=12).hexdigest()
             except OSError:
                 tax_digest = "unreadable"
-        key = "|".join([ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest, config.digest(),
-                        (today or _dt.date.today()).isoformat()])
+        key = "|".join([CACHE_FORMAT, ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest,
+                        config.digest(), (today or _dt.date.today()).isoformat()])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
-            data = marshal.loads(cache.file.read_bytes())
-            if isinstance(data, dict) and data.get("key") == key:
-                cache.snapshot = data.get("snapshot")
+            raw = cache.file.read_bytes()
+            if raw.startswith(_MAGIC):
+                data = marshal.loads(memoryview(raw)[len(_MAGIC):])
+                if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("snapshot"), dict):
+                    cache.snapshot = data["snapshot"]
         except (OSError, ValueError, EOFError, TypeError):
             pass
         return cache
@@ -274,73 +291,164 @@ class LintCache:
     # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
         """The note-local findings of `note` from the last run, if its content is the same."""
-        entry = self.snapshot["notes"].get(note.path) if self.snapshot else None
-        if entry is None or entry[0] != note.digest or not note.digest:
+        try:
+            entry = self.snapshot["notes"].get(note.path) if self.snapshot else None
+            if entry is None or entry[0] != note.digest or not note.digest:
+                self.misses += 1
+                return None
+            rows = marshal.loads(entry[2]) if entry[3] or entry[4] else ()
+        except Exception:  # a damaged entry: check the note again
             self.misses += 1
             return None
         self.hits += 1
         # the stored findings are final (after select/ignore/suppression, with the same configuration):
         # filtering them again in lint_vault gives the same list
-        return [_decode(note.path, row) for row in entry[2] if row[4] not in CROSS_NOTE_RULES]
+        return [_decode(note.path, row) for row in rows if row[4] not in CROSS_NOTE_RULES]
 
     def put(self, note: Note, diagnostics: list[Diagnostic]) -> None:
         """Nothing to do: `record` stores every note's findings at the end of the run."""
 
     # -- whole results -------------------------------------------------------------------------------
     def record(self, vault: Any, result: Any, answers_checked: bool) -> None:
-        """Remember a full run's findings and what they depend on, for `fast_result` next time."""
-        by_path: dict[str, list[tuple]] = {}
+        """Remember a full run's findings and what they depend on, for `answer` next time."""
+        by_path: dict[str, list[Diagnostic]] = {}
         for diag in result.diagnostics:
-            by_path.setdefault(diag.path, []).append(_encode(diag))
+            by_path.setdefault(diag.path, []).append(diag)
         notes = {}
-        for path in sorted(vault.notes):  # the order fast_result returns findings in
-            note = vault.notes[path]
-            notes[path] = (note.digest, exports(note), tuple(by_path.get(path, ())))
-        snapshot = {
+        identity = []
+        dumps = marshal.dumps
+        try:
+            for path in sorted(vault.notes):  # the order answers return findings in
+                note = vault.notes[path]
+                ex = exports(note)
+                identity.append((path, ex[2], ex[3], ex[4], ex[6]))
+                notes[path] = _entry(note.digest, dumps(ex), by_path.get(path, ()))
+            identity_blob = dumps(identity)
+        except ValueError:  # something marshal cannot store: no cache this time (and no stale one used)
+            self.snapshot = None
+            self.dirty = False
+            return
+        self.snapshot = {
             "stats": _walk(self.root),
             "notes": notes,
+            "identity": identity_blob,
             "files": sorted(vault.files),
             "linted": result.notes,
             "taxonomy": str(result.taxonomy) if result.taxonomy else None,
             "notices": list(result.notices),
             "answers_checked": answers_checked,
+            "report": None,  # (format, path prefix, {path: part}) of the last report: see `report`
         }
-        try:
-            marshal.dumps(snapshot)
-        except ValueError:
-            return
-        self.snapshot = snapshot
+        self._counts = None
+        self._recorded = result
         self.dirty = True
+
+    def answer(self, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> bool:
+        """Bring the stored findings up to date without loading the vault, when they can be reused (sets
+        `mode`); False when a full run is needed."""
+        try:
+            return self._answer(taxonomy, config, today)
+        except Exception:  # a cache from another version or damaged on disk: never an error, a full run
+            self.snapshot = None
+            self._counts = None
+            self.mode = "full"
+            return False
 
     def fast_result(self, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> Any:
         """The findings without loading the vault, when the stored ones can be reused; else None."""
+        if not self.answer(taxonomy, config, today):
+            return None
         try:
-            return self._fast_result(taxonomy, config, today)
-        except Exception:  # a cache from another version or damaged on disk: never an error, a full run
+            return self.result()
+        except Exception:
             self.snapshot = None
             self.mode = "full"
             return None
 
-    def _fast_result(self, taxonomy: Any, config: LintConfig, today: _dt.date | None) -> Any:
+    def result(self) -> Any:
+        """The `LintResult` of an answered run (`answer` returned True)."""
+        from vaulttools.lint.engine import LintResult
+
+        snap = self.snapshot
+        assert snap is not None
+        loads = marshal.loads
+        # stored in path order with each note's findings sorted: already in report order
+        diagnostics = [_decode(path, row) for path, entry in snap["notes"].items() if entry[3] or entry[4]
+                       for row in loads(entry[2])]
+        return LintResult(root=self.root.resolve(), notes=snap["linted"], diagnostics=diagnostics,
+                          taxonomy=Path(snap["taxonomy"]) if snap["taxonomy"] else None, notices=list(snap["notices"]))
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether an answered run has an error-level finding."""
+        return bool(self._totals()[0])
+
+    def _totals(self) -> tuple[int, int, int]:
+        if self._counts is None:
+            errors = warnings = fixable = 0
+            for entry in self.snapshot["notes"].values():  # type: ignore[index]
+                errors += entry[3]
+                warnings += entry[4]
+                fixable += entry[5]
+            self._counts = (errors, warnings, fixable)
+        return self._counts
+
+    def report(self, fmt: str, cwd: Path | None = None, result: Any = None) -> str | None:
+        """The report in `fmt` from the stored per-note parts (built and stored when the last report was in
+        another format or seen from another folder); `result` is the full run just recorded, if any. None for
+        a format not built from parts (sarif): render the `result()` then."""
+        from vaulttools.lint.formats import PART_FORMATS, Totals, assemble, note_part, path_prefix
+
+        snap = self.snapshot
+        if fmt not in PART_FORMATS or not snap or (result is not None and result is not self._recorded):
+            return None
+        prefix = path_prefix(result.root if result is not None else self.root, cwd)
+        stored = snap.get("report")
+        if stored and stored[0] == fmt and stored[1] == prefix:
+            parts = stored[2]
+        else:
+            parts = {}
+            if result is not None:
+                by_path: dict[str, list[Diagnostic]] = {}
+                for diag in result.diagnostics:
+                    by_path.setdefault(diag.path, []).append(diag)
+                for path in snap["notes"]:
+                    if path in by_path:
+                        parts[path] = note_part(fmt, by_path[path], prefix)
+            else:
+                for path, entry in snap["notes"].items():
+                    if entry[3] or entry[4]:
+                        parts[path] = note_part(fmt, [_decode(path, row) for row in marshal.loads(entry[2])], prefix)
+            snap["report"] = (fmt, prefix, parts)
+            self.dirty = True
+        if result is not None:
+            totals = Totals.of(result)
+        else:
+            errors, warnings, fixable = self._totals()
+            totals = Totals(self.root.resolve(), snap["linted"], Path(snap["taxonomy"]) if snap["taxonomy"] else None,
+                            tuple(snap["notices"]), errors, warnings, fixable)
+        return assemble(fmt, totals, parts.values())
+
+    def _answer(self, taxonomy: Any, config: LintConfig, today: _dt.date | None) -> bool:
         snap = self.snapshot
         if not snap:
-            return None
+            return False
         stats = _walk(self.root)
         old_stats = snap["stats"]
-        if set(stats) != set(old_stats):
-            return None  # a file added, removed or renamed
+        if stats.keys() != old_stats.keys():
+            return False  # a file added, removed or renamed
         notes = snap["notes"]
         changed: dict[str, Note] = {}
         for rel, sig in stats.items():
-            if tuple(old_stats[rel]) == sig:
+            if old_stats[rel] == sig:
                 continue
             entry = notes.get(rel)
             if entry is None:
-                return None  # an attachment or a document changed
+                return False  # an attachment or a document changed
             try:
                 raw = (self.root / rel).read_bytes()
             except OSError:
-                return None
+                return False
             from grasbot.vault import read_note
 
             note = read_note(rel, raw)
@@ -348,22 +456,21 @@ class LintCache:
                 old_stats[rel] = sig  # touched, not changed
                 self.dirty = True
                 continue
-            if exports(note) != entry[1]:
-                return None
+            if exports(note) != marshal.loads(entry[1]):
+                return False
             changed[rel] = note
-        if changed and snap.get("answers_checked"):
-            return None  # answer-not-retrieved depends on the whole index: a full run
-        from vaulttools.lint.engine import LintResult
-
+        if changed and snap["answers_checked"]:
+            return False  # answer-not-retrieved depends on the whole index: a full run
+        for entry in notes.values():  # a damaged store must not give a wrong answer
+            if type(entry) is not tuple or len(entry) != 6:
+                return False
         if changed:
             self._relint(changed, taxonomy, config, today)
             self.mode = "incremental"
         else:
             self.mode = "unchanged"
-        # stored in path order with each note's findings sorted: already in report order
-        diagnostics = [_decode(path, row) for path, entry in notes.items() for row in entry[2]]
-        return LintResult(root=self.root.resolve(), notes=snap["linted"], diagnostics=diagnostics,
-                          taxonomy=Path(snap["taxonomy"]) if snap["taxonomy"] else None, notices=list(snap["notices"]))
+        self._counts = None
+        return True
 
     def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
         from vaulttools.lint.engine import _keep, check_one_note
@@ -372,8 +479,9 @@ class LintCache:
 
         snap = self.snapshot
         assert snap is not None
-        vault = _CachedVault(self.root.resolve(), snap["notes"], changed, snap["files"])
+        vault = _CachedVault(self.root.resolve(), snap, changed)
         ctx = LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today())  # type: ignore[arg-type]
+        stored = snap.get("report")
         paths = sorted(p for p in changed if not config.excluded(p))
         for path in paths:
             note = changed[path]
@@ -382,18 +490,31 @@ class LintCache:
             suppressed = suppressed_rules(note)
             kept = sorted((d for d in found if _keep(d, config, suppressed)), key=lambda d: d.sort_key)
             entry = snap["notes"][path]
-            snap["notes"][path] = (note.digest, entry[1], tuple(_encode(d) for d in kept))
+            snap["notes"][path] = _entry(note.digest, entry[1], kept)
+            if stored:
+                from vaulttools.lint.formats import note_part
+
+                part = note_part(stored[0], kept, stored[1])
+                parts = stored[2]
+                if part and path not in parts:  # a new part: keep them in path order, as the report lists them
+                    parts[path] = part
+                    snap["report"] = stored = (stored[0], stored[1], {p: parts[p] for p in snap["notes"] if p in parts})
+                elif part:
+                    parts[path] = part
+                else:
+                    parts.pop(path, None)
         for path in changed:
             snap["stats"][path] = _stat_sig(self.root / path)
         self.dirty = True
 
     def save(self) -> None:
-        """Write the cache atomically; errors are ignored."""
-        if self.file is None or not self.dirty:
+        """Write the cache atomically (temporary file + rename), only when it changed; errors are ignored."""
+        if self.file is None or not self.dirty or self.snapshot is None:
             return
         if not os.environ.get("VAULTTOOLS_CACHE_DIR") and _read_only(self.root):
             return  # a vault folder without write permission is read-only on purpose, even for root
         folder = self.file.parent
+        tmp = None
         try:
             folder.mkdir(parents=True, exist_ok=True)
             ignore = folder / ".gitignore"
@@ -402,10 +523,34 @@ class LintCache:
             data = marshal.dumps({"key": self.key, "snapshot": self.snapshot})
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lint.", suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
+                handle.write(_MAGIC)
                 handle.write(data)
             os.replace(tmp, self.file)
+            tmp = None
+            self.dirty = False
         except (OSError, ValueError):
             pass
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
+    """One note's stored state: (digest, exports, findings, errors, warnings, fixable). Exports and findings are
+    marshal blobs, decoded only when used: loading the cache of a 10k-note vault then builds 10k small tuples,
+    not half a million objects."""
+    errors = warnings = fixable = 0
+    for d in diagnostics:
+        if d.severity is Severity.ERROR:
+            errors += 1
+        else:
+            warnings += 1
+        if d.fix is not None:
+            fixable += 1
+    return (digest, exports_blob, marshal.dumps(tuple(_encode(d) for d in diagnostics)), errors, warnings, fixable)
 
 
 def _read_only(root: Path) -> bool:

@@ -29,7 +29,7 @@ from grasbot.notes import Note
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
-from vaulttools.lint.registry import RULES
+from vaulttools.lint.registry import ENGINE_VERSION, RULES
 from vaulttools.lint.rules import LintContext, checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]
 
-#: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
-ENGINE_VERSION = "2"
 
 #: Rules checked by each vault-wide family (to skip a family, and its cost, when all its rules are off).
 _FAMILY_RULES: dict[str, frozenset[str]] = {}

@@ -10,9 +10,13 @@ from dataclasses import dataclass
 
 from vaulttools.lint.diagnostics import Severity
 
-__all__ = ["Rule", "RULES", "RULE_NAMES", "get_rule", "render_rules_markdown"]
+__all__ = ["ENGINE_VERSION", "Rule", "RULES", "RULE_NAMES", "get_rule", "render_rules_markdown"]
 
 ERROR, WARNING = Severity.ERROR, Severity.WARNING
+
+#: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
+#: (Here, with the rule table, so that the cache can read it without importing the rules; `engine` re-exports it.)
+ENGINE_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,49 +1,117 @@
 """Report formats: `text` (people), `json` (other tools, DESIGN §10), `github` (workflow annotations), `sarif`
-(code scanning). Each module exposes `render(result, paths) -> str`."""
+(code scanning). Each module exposes `render(result, paths) -> str`.
+
+`text` (uncoloured), `json` and `github` are also built from *parts*: one string per note with findings
+(`note_part`), put together with what the report says besides the findings (`Totals`) by `assemble`. The
+lint cache keeps the parts of the last report, so a second run prints 35k findings without rebuilding them.
+`render` goes through the same two functions: a report from parts is the same bytes as a fresh one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from vaulttools.lint.engine import LintResult
+if TYPE_CHECKING:
+    from vaulttools.lint.diagnostics import Diagnostic
+    from vaulttools.lint.engine import LintResult
 
-__all__ = ["FORMATS", "render", "display_path"]
+__all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "display_path", "path_prefix", "note_part", "assemble"]
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif")
+#: Formats that `note_part`/`assemble` build (sarif is one JSON document with rule metadata: rendered whole).
+PART_FORMATS: tuple[str, ...] = ("text", "json", "github")
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What a report says besides its findings."""
+
+    root: Path
+    notes: int
+    taxonomy: Path | None
+    notices: tuple[str, ...]
+    errors: int
+    warnings: int
+    fixable: int
+
+    @classmethod
+    def of(cls, result: LintResult) -> Totals:
+        errors = warnings = fixable = 0
+        for d in result.diagnostics:
+            if d.severity.value == "error":
+                errors += 1
+            else:
+                warnings += 1
+            if d.fix is not None:
+                fixable += 1
+        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable)
 
 
 def display_path(result: LintResult, path: str, cwd: Path | None = None) -> str:
     """A note's path as CI tools want it: relative to the current folder (the repository root in CI) when
     the vault is inside it, else the absolute path. POSIX separators."""
-    return _shower(result, cwd)(path)
+    return path_prefix(result.root, cwd) + path
 
 
-def _shower(result: LintResult, cwd: Path | None) -> Callable[[str], str]:
-    """`display_path` for every path of one report, with the folder arithmetic done once."""
-    root = Path(result.root).resolve()
+def path_prefix(root: Path | str, cwd: Path | None = None) -> str:
+    """What `display_path` puts before every vault-relative path of one report (the folder arithmetic done once)."""
+    root = Path(root).resolve()
     base = (cwd or Path.cwd()).resolve()
     try:
         prefix = root.relative_to(base).as_posix()
-        prefix = "" if prefix == "." else prefix + "/"
+        return "" if prefix == "." else prefix + "/"
     except ValueError:
-        prefix = root.as_posix().rstrip("/") + "/"
+        return root.as_posix().rstrip("/") + "/"
+
+
+def _shower(result: LintResult, cwd: Path | None) -> Callable[[str], str]:
+    prefix = path_prefix(result.root, cwd)
     return lambda path: prefix + path
+
+
+def _module(fmt: str):
+    if fmt == "json":
+        from vaulttools.lint.formats import json as module
+    elif fmt == "github":
+        from vaulttools.lint.formats import github as module
+    elif fmt == "text":
+        from vaulttools.lint.formats import text as module
+    else:
+        raise ValueError(f"no parts for format {fmt!r} (parts: {', '.join(PART_FORMATS)})")
+    return module
+
+
+def note_part(fmt: str, diagnostics: Sequence[Diagnostic], prefix: str) -> str:
+    """The report lines of one note's findings (all of the same path, in report order) in format `fmt`."""
+    return _module(fmt).note_part(diagnostics, prefix)
+
+
+def assemble(fmt: str, totals: Totals, parts: Iterable[str]) -> str:
+    """The whole report from the notes' parts (in path order; empty parts are allowed) and the totals."""
+    return _module(fmt).assemble(totals, parts)
 
 
 def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | None = None) -> str:
     """The report of `result` in format `fmt` (one of FORMATS), as a string ending with a newline."""
-    if fmt == "json":
-        from vaulttools.lint.formats.json import render as fn
-    elif fmt == "github":
-        from vaulttools.lint.formats.github import render as fn
-    elif fmt == "sarif":
-        from vaulttools.lint.formats.sarif import render as fn
-    elif fmt == "text":
+    if fmt == "text" and color:
         from vaulttools.lint.formats.text import render as text_render
 
-        return text_render(result, _shower(result, cwd), color=color)
-    else:
-        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    return fn(result, _shower(result, cwd))
+        return text_render(result, _shower(result, cwd), color=True)
+    if fmt in PART_FORMATS:
+        module = _module(fmt)
+        prefix = path_prefix(result.root, cwd)
+        parts = [module.note_part(list(group), prefix) for _, group in groupby(result.diagnostics, key=_path)]
+        return module.assemble(Totals.of(result), parts)
+    if fmt == "sarif":
+        from vaulttools.lint.formats.sarif import render as fn
 
+        return fn(result, _shower(result, cwd))
+    raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def _path(d: Diagnostic) -> str:
+    return d.path

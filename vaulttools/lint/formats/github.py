@@ -6,9 +6,13 @@ rules: in the message `%`, `\\r`, `\\n`; in property values also `:` and `,`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from vaulttools.lint.engine import LintResult
+if TYPE_CHECKING:
+    from vaulttools.lint.diagnostics import Diagnostic
+    from vaulttools.lint.engine import LintResult
+    from vaulttools.lint.formats import Totals
 
 
 def escape_data(text: str) -> str:
@@ -19,19 +23,29 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(result: LintResult, shown: Callable[[str], str]) -> str:
-    lines = []
-    for d in result.diagnostics:
-        props = ",".join(
-            f"{k}={escape_property(str(v))}"
-            for k, v in (
-                ("file", shown(d.path)),
-                ("line", d.line),
-                ("col", d.column),
-                ("endLine", d.end_line),
-                ("endColumn", d.end_column),
-                ("title", d.rule),
-            )
+def _line(d: Diagnostic, shown: Callable[[str], str]) -> str:
+    props = ",".join(
+        f"{k}={escape_property(str(v))}"
+        for k, v in (
+            ("file", shown(d.path)),
+            ("line", d.line),
+            ("col", d.column),
+            ("endLine", d.end_line),
+            ("endColumn", d.end_column),
+            ("title", d.rule),
         )
-        lines.append(f"::{d.severity.value} {props}::{escape_data(d.message)}")
-    return "".join(line + "\n" for line in lines)
+    )
+    return f"::{d.severity.value} {props}::{escape_data(d.message)}\n"
+
+
+def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
+    shown = lambda path: prefix + path  # noqa: E731
+    return "".join([_line(d, shown) for d in diagnostics])
+
+
+def assemble(totals: Totals, parts: Iterable[str]) -> str:
+    return "".join(parts)
+
+
+def render(result: LintResult, shown: Callable[[str], str]) -> str:
+    return "".join([_line(d, shown) for d in result.diagnostics])

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from vaulttools import __version__
-from vaulttools.lint.engine import LintResult
 from vaulttools.lint.registry import RULES
+
+if TYPE_CHECKING:
+    from vaulttools.lint.engine import LintResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 

@@ -3,39 +3,57 @@ summary line. Coloured (rich) when printing to a terminal; the uncoloured text i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
+from typing import TYPE_CHECKING
 
-from vaulttools.lint.engine import LintResult
+if TYPE_CHECKING:
+    from vaulttools.lint.diagnostics import Diagnostic
+    from vaulttools.lint.engine import LintResult
+    from vaulttools.lint.formats import Totals
 
 
-def summary_line(result: LintResult) -> str:
-    counts = result.summary
-    fixable = sum(1 for d in result.diagnostics if d.fix is not None)
+def summary_line(result: LintResult | Totals) -> str:
+    """The last line of the report (from a result or its `Totals`)."""
+    if not hasattr(result, "fixable"):
+        from vaulttools.lint.formats import Totals
+
+        result = Totals.of(result)  # type: ignore[arg-type]
+    totals: Totals = result  # type: ignore[assignment]
     plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
-    if not result.diagnostics:
-        text = f"All good: {plural(result.notes, 'note')} checked, no finding."
+    if not (totals.errors or totals.warnings):
+        text = f"All good: {plural(totals.notes, 'note')} checked, no finding."
     else:
-        text = (f"Found {plural(counts['error'], 'error')} and {plural(counts['warning'], 'warning')} "
-                f"in {plural(result.notes, 'note')}")
-        text += f" ({fixable} fixable with --fix)." if fixable else "."
-    if result.taxonomy is None:
+        text = (f"Found {plural(totals.errors, 'error')} and {plural(totals.warnings, 'warning')} "
+                f"in {plural(totals.notes, 'note')}")
+        text += f" ({totals.fixable} fixable with --fix)." if totals.fixable else "."
+    if totals.taxonomy is None:
         text += " No TAXONOMIE.md: vocabulary rules skipped."
     return text
+
+
+def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
+    """One file's group of lines, and the blank line after it."""
+    lines = [f"{prefix}{d.path}:{d.line}:{d.column}: {d.severity.value} {d.rule} {d.message}\n" for d in diagnostics]
+    return "".join(lines) + "\n" if lines else ""
+
+
+def assemble(totals: Totals, parts: Iterable[str]) -> str:
+    tail = "".join(f"note: {notice}\n" for notice in totals.notices)
+    return "".join(parts) + tail + summary_line(totals) + "\n"
 
 
 def render(result: LintResult, shown: Callable[[str], str], color: bool = False) -> str:
     if color:
         return _render_color(result, shown)
+    from vaulttools.lint.formats import Totals
+
     out: list[str] = []
     for _, group in groupby(result.diagnostics, key=lambda d: d.path):
         for d in group:
-            out.append(f"{shown(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.rule} {d.message}")
-        out.append("")
-    for notice in result.notices:
-        out.append(f"note: {notice}")
-    out.append(summary_line(result))
-    return "\n".join(out) + "\n"
+            out.append(f"{shown(d.path)}:{d.line}:{d.column}: {d.severity.value} {d.rule} {d.message}\n")
+        out.append("\n")
+    return assemble(Totals.of(result), out)
 
 
 def _render_color(result: LintResult, shown: Callable[[str], str]) -> str:
