@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -115,33 +116,55 @@ def _run(args: argparse.Namespace) -> int:
             result = lint_vault(vault, taxonomy, config)
 
     color = args.format == "text" and not args.output and sys.stdout.isatty()
-    text = None
+    report: str | bytes | None = None
     if cache is not None and not color:  # the stored per-note parts of the last report, when they apply
-        text = cache.report(args.format, result=result)
-    if text is None:
+        report = cache.report(args.format, result=result)
+    if report is None:
         from vaulttools.lint import render
 
         if result is None:
             result = cache.result()  # type: ignore[union-attr]
-        text = render(result, args.format, color=color)
+        report = render(result, args.format, color=color)
     if cache is not None:
         cache.save()
-    _write_output(args, text)
+    _write_output(args, report)
     if args.exit_zero:
         return 0
     has_errors = result.has_errors if result is not None else cache.has_errors  # type: ignore[union-attr]
     return 1 if (has_errors or failed) else 0
 
 
-def _write_output(args: argparse.Namespace, text: str) -> None:
+def _write_output(args: argparse.Namespace, text: str | bytes) -> None:
+    """Write the report in one go; UTF-8 bytes (a report from the cache) are written as they are where the text
+    would be encoded to the same bytes."""
+    if isinstance(text, bytes) and not _utf8_bytes_ok(None if args.output else sys.stdout):
+        text = text.decode("utf-8")
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                Path(args.output).write_bytes(text)
+            else:
+                Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    elif isinstance(text, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text)
+        sys.stdout.buffer.flush()
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
+
+
+def _utf8_bytes_ok(stream) -> bool:
+    """Whether writing UTF-8 bytes gives what writing the text would: no newline translation, and a stream
+    (None: a file we open as UTF-8) that encodes to UTF-8 and has a binary buffer."""
+    if os.linesep != "\n":
+        return False
+    if stream is None:
+        return True
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8") and hasattr(stream, "buffer")
 
 
 def _progress(total: int):

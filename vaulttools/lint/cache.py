@@ -9,7 +9,7 @@ committed):
   errors, warnings and fixable, and its *exports*: what other notes' findings depend on (headings, block
   ids, slug, aliases, visibility);
 - *per file* of the vault folder: modification time and size (checked before any content is read or hashed);
-- *the last report*, one string per note with findings, in the format and from the folder it was printed in:
+- *the last report*, one UTF-8 string per note with findings, in the format and from the folder it was printed in:
   a second run prints it again without rebuilding 35k findings (`LintCache.report`).
 
 Layout: a magic line, then one `marshal` dump. Findings and exports are nested marshal blobs, decoded only for
@@ -44,6 +44,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import marshal
+import mmap
 import os
 import sys
 import tempfile
@@ -61,7 +62,7 @@ _FILE = "lint.bin"
 #: First bytes of the cache file; a file without them (damaged, another program's) is ignored and rewritten.
 _MAGIC = b"vaulttools-lint-cache\n"
 #: Bump when the stored layout changes (part of the key: an older cache is ignored, then rewritten).
-CACHE_FORMAT = "3"
+CACHE_FORMAT = "1"
 
 
 def cache_dir(root: Path) -> Path:
@@ -178,14 +179,22 @@ class _CachedVault:
         self.problems: list = []
         self._stored = snapshot["notes"]
         self._identity_blob = snapshot["identity"]
+        self._names_blob = snapshot["names"]
+        self._names: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None
         self._anchors: dict[str, Any] = {}
         self._rows: list[tuple] | None = None
 
     def identity_rows(self) -> list[tuple]:
         """(path, slug, aliases, folded aliases, is_private) of every note, as `slugs.identity_rows` gives them."""
         if self._rows is None:
-            self._rows = [tuple(row) for row in marshal.loads(self._identity_blob)]
+            self._rows = marshal.loads(self._identity_blob)  # a list of tuples, as stored
         return self._rows
+
+    def name_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(note name -> note paths, file name -> file paths), as stored by `record` (see `_name_index`)."""
+        if self._names is None:
+            self._names = marshal.loads(self._names_blob)
+        return self._names
 
     def _resolver_for(self, names: set[str], alias_keys: set[str]):
         """The engine's resolver, indexed only with the files whose name is one of `names` (a link can only
@@ -194,12 +203,12 @@ class _CachedVault:
         from grasbot.links import Resolver, name_key
 
         resolver = Resolver()
-        for path in self._stored:
-            base = path.rsplit("/", 1)[-1]
-            if name_key(base[:-3] if base.lower().endswith(".md") else base) in names:
+        note_names, file_names = self.name_index()
+        for name in sorted(names):  # the resolver keeps its lists sorted: the order of `add` does not matter
+            for path in note_names.get(name, ()):
                 resolver.add(path, True)
-        for path in sorted(self.files):
-            if name_key(path.rsplit("/", 1)[-1]) in names:
+        for name in sorted(names):  # notes first: a path already added as a note stays one
+            for path in file_names.get(name, ()):
                 resolver.add(path, False)
         if alias_keys:
             for path, _slug, aliases, _keys, _private in self.identity_rows():
@@ -233,6 +242,22 @@ class _CachedVault:
             resolver = self._resolver_for(names, broken)
             out = [resolver.resolve(link, path, self._anchor_table) for link in note.links]
         return out
+
+
+def _name_index(notes, files) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Note paths by the `name_key` of their file name without `.md`, and other files' paths by the `name_key`
+    of their file name: a link can only resolve to a file of its own name, so an incremental run indexes just
+    those (paths in sorted order, as the resolver was fed before)."""
+    from grasbot.links import name_key
+
+    by_note: dict[str, list[str]] = {}
+    for path in sorted(notes):
+        base = path.rsplit("/", 1)[-1]
+        by_note.setdefault(name_key(base[:-3] if base.lower().endswith(".md") else base), []).append(path)
+    by_file: dict[str, list[str]] = {}
+    for path in sorted(files):
+        by_file.setdefault(name_key(path.rsplit("/", 1)[-1]), []).append(path)
+    return by_note, by_file
 
 
 def _stand_in(path: str, ex: tuple) -> Note:
@@ -279,11 +304,9 @@ class LintCache:
                         config.digest(), (today or _dt.date.today()).isoformat()])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
-            raw = cache.file.read_bytes()
-            if raw.startswith(_MAGIC):
-                data = marshal.loads(memoryview(raw)[len(_MAGIC):])
-                if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("snapshot"), dict):
-                    cache.snapshot = data["snapshot"]
+            data = _read(cache.file)
+            if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("snapshot"), dict):
+                cache.snapshot = data["snapshot"]
         except (OSError, ValueError, EOFError, TypeError):
             pass
         return cache
@@ -324,6 +347,7 @@ class LintCache:
                 identity.append((path, ex[2], ex[3], ex[4], ex[6]))
                 notes[path] = _entry(note.digest, dumps(ex), by_path.get(path, ()))
             identity_blob = dumps(identity)
+            names_blob = dumps(_name_index(notes, vault.files))
         except ValueError:  # something marshal cannot store: no cache this time (and no stale one used)
             self.snapshot = None
             self.dirty = False
@@ -332,6 +356,7 @@ class LintCache:
             "stats": _walk(self.root),
             "notes": notes,
             "identity": identity_blob,
+            "names": names_blob,
             "files": sorted(vault.files),
             "linted": result.notes,
             "taxonomy": str(result.taxonomy) if result.taxonomy else None,
@@ -393,11 +418,11 @@ class LintCache:
             self._counts = (errors, warnings, fixable)
         return self._counts
 
-    def report(self, fmt: str, cwd: Path | None = None, result: Any = None) -> str | None:
-        """The report in `fmt` from the stored per-note parts (built and stored when the last report was in
-        another format or seen from another folder); `result` is the full run just recorded, if any. None for
-        a format not built from parts (sarif): render the `result()` then."""
-        from vaulttools.lint.formats import PART_FORMATS, Totals, assemble, note_part, path_prefix
+    def report(self, fmt: str, cwd: Path | None = None, result: Any = None) -> bytes | None:
+        """The report in `fmt`, as UTF-8 bytes, from the stored per-note parts (built and stored when the last
+        report was in another format or seen from another folder); `result` is the full run just recorded, if
+        any. None for a format not built from parts (sarif): render the `result()` then."""
+        from vaulttools.lint.formats import PART_FORMATS, Totals, assemble_bytes, path_prefix
 
         snap = self.snapshot
         if fmt not in PART_FORMATS or not snap or (result is not None and result is not self._recorded):
@@ -407,18 +432,12 @@ class LintCache:
         if stored and stored[0] == fmt and stored[1] == prefix:
             parts = stored[2]
         else:
-            parts = {}
-            if result is not None:
-                by_path: dict[str, list[Diagnostic]] = {}
-                for diag in result.diagnostics:
-                    by_path.setdefault(diag.path, []).append(diag)
-                for path in snap["notes"]:
-                    if path in by_path:
-                        parts[path] = note_part(fmt, by_path[path], prefix)
-            else:
-                for path, entry in snap["notes"].items():
-                    if entry[3] or entry[4]:
-                        parts[path] = note_part(fmt, [_decode(path, row) for row in marshal.loads(entry[2])], prefix)
+            try:
+                parts = self._parts(fmt, prefix, result)
+            except UnicodeEncodeError:  # a path that is not valid Unicode (surrogate escapes): render it whole
+                parts = None
+            if parts is None:
+                return None
             snap["report"] = (fmt, prefix, parts)
             self.dirty = True
         if result is not None:
@@ -427,7 +446,29 @@ class LintCache:
             errors, warnings, fixable = self._totals()
             totals = Totals(self.root.resolve(), snap["linted"], Path(snap["taxonomy"]) if snap["taxonomy"] else None,
                             tuple(snap["notices"]), errors, warnings, fixable)
-        return assemble(fmt, totals, parts.values())
+        return assemble_bytes(fmt, totals, parts.values())
+
+    def _parts(self, fmt: str, prefix: str, result: Any) -> dict[str, bytes] | None:
+        from vaulttools.lint.formats import note_part
+
+        snap = self.snapshot
+        assert snap is not None
+        parts: dict[str, bytes] = {}
+        if result is not None:
+            by_path: dict[str, list[Diagnostic]] = {}
+            for diag in result.diagnostics:
+                by_path.setdefault(diag.path, []).append(diag)
+            if not by_path.keys() <= snap["notes"].keys():
+                return None  # a finding outside the stored notes: the report is rendered whole
+            for path in snap["notes"]:
+                if path in by_path:
+                    parts[path] = note_part(fmt, by_path[path], prefix).encode("utf-8")
+        else:
+            for path, entry in snap["notes"].items():
+                if entry[3] or entry[4]:
+                    diags = [_decode(path, row) for row in marshal.loads(entry[2])]
+                    parts[path] = note_part(fmt, diags, prefix).encode("utf-8")
+        return parts
 
     def _answer(self, taxonomy: Any, config: LintConfig, today: _dt.date | None) -> bool:
         snap = self.snapshot
@@ -494,7 +535,7 @@ class LintCache:
             if stored:
                 from vaulttools.lint.formats import note_part
 
-                part = note_part(stored[0], kept, stored[1])
+                part = note_part(stored[0], kept, stored[1]).encode("utf-8")
                 parts = stored[2]
                 if part and path not in parts:  # a new part: keep them in path order, as the report lists them
                     parts[path] = part
@@ -551,6 +592,22 @@ def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
         if d.fix is not None:
             fixable += 1
     return (digest, exports_blob, marshal.dumps(tuple(_encode(d) for d in diagnostics)), errors, warnings, fixable)
+
+
+def _read(file: Path) -> Any:
+    """The object stored in a cache file, or None when it does not start with the magic line. Mapped rather than
+    read: the 30 MB of a 10k-note vault's cache are decoded without first being copied."""
+    with open(file, "rb") as handle:
+        try:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # empty, or a file system without mmap
+            raw = handle.read()
+            return marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None
+    with mapped:
+        if mapped[: len(_MAGIC)] != _MAGIC:
+            return None
+        with memoryview(mapped) as view, view[len(_MAGIC):] as body:
+            return marshal.loads(body)
 
 
 def _read_only(root: Path) -> bool:

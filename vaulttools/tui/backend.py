@@ -59,6 +59,8 @@ try:
     from vaulttools.live import INDEX_AUTO_LIMIT as INDEX_LIVE_LIMIT
 except ImportError:  # pragma: no cover - an older live module
     INDEX_LIVE_LIMIT = 2000
+#: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
+FREEZE_ABOVE = 1000
 #: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
 API_TIMEOUT = 1.5
 
@@ -174,6 +176,16 @@ def _opener(url: str) -> list[str] | None:
         if found:
             return [found, *argv[1:]]
     return None
+
+
+def _freeze_heap() -> None:
+    """Move everything alive now (the vault, the index, the diagnostics: millions of objects on a big
+    vault) out of the garbage collector's sight. Otherwise every full collection walks them all and the
+    UI stalls for a fifth of a second now and then while the author types; they live as long as the app."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _severity_counts(diags: Iterable[Diagnostic]) -> tuple[int, int, tuple[str, ...], int]:
@@ -292,6 +304,8 @@ class Backend:
         finally:
             self._ready.set()
         self.timings["lint"] = time.perf_counter() - started
+        if len(self._vault.notes) > FREEZE_ABOVE:
+            _freeze_heap()
         return self.rows_all()
 
     def _load_config(self) -> Any:
@@ -408,6 +422,8 @@ class Backend:
         started = time.perf_counter()
         delta = live.reload()
         self.timings["lint"] = time.perf_counter() - started
+        if live.note_count() > FREEZE_ABOVE:
+            _freeze_heap()
         if live.index is not None and not self._own_index:
             live.search("quelle est la météo zzzq demain ?", 1)  # warm the new index (see build_index)
         elif self._own_index:

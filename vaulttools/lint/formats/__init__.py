@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.engine import LintResult
 
-__all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "display_path", "path_prefix", "note_part", "assemble"]
+__all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "display_path", "path_prefix", "note_part", "assemble", "assemble_bytes"]
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif")
 #: Formats that `note_part`/`assemble` build (sarif is one JSON document with rule metadata: rendered whole).
@@ -93,6 +93,14 @@ def note_part(fmt: str, diagnostics: Sequence[Diagnostic], prefix: str) -> str:
 def assemble(fmt: str, totals: Totals, parts: Iterable[str]) -> str:
     """The whole report from the notes' parts (in path order; empty parts are allowed) and the totals."""
     return _module(fmt).assemble(totals, parts)
+
+
+def assemble_bytes(fmt: str, totals: Totals, parts: Iterable[bytes]) -> bytes:
+    """`assemble` on parts already encoded in UTF-8: the report's UTF-8 bytes, without decoding 17 MB of parts
+    only to encode them again for the output."""
+    parts = [p for p in parts if p]
+    head, sep, tail = _module(fmt).frame(totals, bool(parts))
+    return b"".join((head.encode("utf-8"), sep.encode("utf-8").join(parts), tail.encode("utf-8")))
 
 
 def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | None = None) -> str:

@@ -43,6 +43,11 @@ def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
     return "".join([_line(d, shown) for d in diagnostics])
 
 
+def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
+    """(head, separator, tail): the report is head + separator.join(non-empty parts) + tail."""
+    return "", "", ""
+
+
 def assemble(totals: Totals, parts: Iterable[str]) -> str:
     return "".join(parts)
 

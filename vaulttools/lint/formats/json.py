@@ -40,14 +40,21 @@ def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
     return _SEP.join([_row(d, enc) for d in diagnostics])
 
 
+def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
+    """(head, separator, tail): the report is head + separator.join(non-empty parts) + tail."""
+    head = json.dumps({"version": 1, "vault": str(totals.root), "notes": totals.notes}, ensure_ascii=False)[:-1]
+    summary = json.dumps({"error": totals.errors, "warning": totals.warnings})
+    if not has_parts:
+        return f'{head},\n  "diagnostics": [],\n  "summary": {summary}}}\n', _SEP, ""
+    return f'{head},\n  "diagnostics": [\n    ', _SEP, f'\n  ],\n  "summary": {summary}}}\n'
+
+
 def assemble(totals: Totals, parts: Iterable[str]) -> str:
     """One diagnostic per line: readable, diff-friendly and fast (`indent=` would fall back to the
     pure-Python encoder, ten times slower on a 10k-note vault's findings)."""
-    head = json.dumps({"version": 1, "vault": str(totals.root), "notes": totals.notes}, ensure_ascii=False)[:-1]
-    rows = _SEP.join([p for p in parts if p])
-    body = f"[\n    {rows}\n  ]" if rows else "[]"
-    summary = json.dumps({"error": totals.errors, "warning": totals.warnings})
-    return f'{head},\n  "diagnostics": {body},\n  "summary": {summary}}}\n'
+    parts = [p for p in parts if p]
+    head, sep, tail = frame(totals, bool(parts))
+    return head + sep.join(parts) + tail
 
 
 def render(result: LintResult, shown: Callable[[str], str] | None = None) -> str:

@@ -38,9 +38,14 @@ def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
     return "".join(lines) + "\n" if lines else ""
 
 
+def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
+    """(head, separator, tail): the report is head + separator.join(non-empty parts) + tail."""
+    return "", "", "".join(f"note: {notice}\n" for notice in totals.notices) + summary_line(totals) + "\n"
+
+
 def assemble(totals: Totals, parts: Iterable[str]) -> str:
-    tail = "".join(f"note: {notice}\n" for notice in totals.notices)
-    return "".join(parts) + tail + summary_line(totals) + "\n"
+    head, sep, tail = frame(totals, True)
+    return head + sep.join(parts) + tail
 
 
 def render(result: LintResult, shown: Callable[[str], str], color: bool = False) -> str:

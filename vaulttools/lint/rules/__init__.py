@@ -68,8 +68,11 @@ class Suggester:
 
     Close means at most ``len(value) // strictness`` edits (at least 1): `devop` -> `devops`, `algoritmique`
     -> `algorithmique`, but not `strapi` -> `tri` (a suggestion that misleads is worse than none). Past
-    `LARGE` choices (a vault's file names) only one-edit typos are looked up, through an index of single
-    deletions: difflib against thousands of names costs ~0.1 s per broken link.
+    `LARGE` choices (a vault's file names) only one-edit typos are looked up: difflib against thousands of
+    names costs ~0.1 s per broken link. Their candidates come from an index of each choice's two halves: a
+    single edit leaves one half of the choice intact, as a prefix or as a suffix of the value, so every choice
+    within one edit shares a half with it (two index entries per choice, where an index of all single
+    deletions would take one per character: 0.3 s to build for 10k names).
     """
 
     LARGE = 200
@@ -79,13 +82,15 @@ class Suggester:
         for choice in sorted(choices):
             self.folded.setdefault(fold(choice), choice)
         self.strictness = strictness
-        self.deletes: dict[str, list[str]] | None = None
+        self.halves: dict[tuple[int, bool, str], list[str]] | None = None
         if len(self.folded) > self.LARGE:
-            deletes: dict[str, list[str]] = {}
+            halves: dict[tuple[int, bool, str], list[str]] = {}
             for key in self.folded:
-                for variant in {key} | {key[:i] + key[i + 1 :] for i in range(len(key))}:
-                    deletes.setdefault(variant, []).append(key)
-            self.deletes = deletes
+                n = len(key)
+                half = n // 2
+                halves.setdefault((n, True, key[:half]), []).append(key)
+                halves.setdefault((n, False, key[half:]), []).append(key)
+            self.halves = halves
         self._memo: dict[str, str | None] = {}
 
     def suggest(self, value: str) -> str | None:
@@ -96,14 +101,28 @@ class Suggester:
         self._memo[key] = found
         return found
 
+    def _candidates(self, key: str) -> set[str]:
+        """Every choice within one edit of `key` (and a few more)."""
+        assert self.halves is not None
+        m = len(key)
+        found: set[str] = set()
+        for n in (m - 1, m, m + 1):
+            if n < 0:
+                continue
+            half = n // 2
+            # edit in the choice's second half: its first half is a prefix of the value
+            found.update(self.halves.get((n, True, key[:half]), ()))
+            # edit in its first half: its second half (n - half characters) ends the value
+            tail = n - half
+            if tail <= m:
+                found.update(self.halves.get((n, False, key[m - tail :]), ()))
+        return found
+
     def _suggest(self, key: str) -> str | None:
         if key in self.folded:
             return self.folded[key]
-        if self.deletes is not None:
-            candidates: set[str] = set()
-            for variant in {key} | {key[:i] + key[i + 1 :] for i in range(len(key))}:
-                candidates.update(self.deletes.get(variant, ()))
-            scored = sorted((edit_distance(key, c), c) for c in candidates)
+        if self.halves is not None:
+            scored = sorted((edit_distance(key, c), c) for c in self._candidates(key))
             return self.folded[scored[0][1]] if scored and scored[0][0] <= 1 else None
         limit = max(1, len(key) // self.strictness)
         shortlist = difflib.get_close_matches(key, list(self.folded), n=5, cutoff=0.5)

@@ -177,7 +177,6 @@ def _updated(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     if "updated" not in note.meta or note.meta["updated"] is None:
         return
     value = note.meta["updated"]
-    span = value_span(note, "updated")
     date: _dt.date | None = None
     if isinstance(value, _dt.datetime):
         date = value.date()
@@ -189,10 +188,10 @@ def _updated(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
         except ValueError:
             date = None
     if date is None:
-        yield make(ctx, note, span, "updated-date",
+        yield make(ctx, note, value_span(note, "updated"), "updated-date",
                    f"`updated: {value}` is not a date: write it as YYYY-MM-DD, e.g. `updated: {ctx.today.isoformat()}`")
     elif date > ctx.today:
-        yield make(ctx, note, span, "updated-date",
+        yield make(ctx, note, value_span(note, "updated"), "updated-date",
                    f"`updated: {date.isoformat()}` is in the future (today is {ctx.today.isoformat()}): "
                    f"write the date of the last real edit")
 

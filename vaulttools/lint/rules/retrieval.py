@@ -13,24 +13,32 @@ from vaulttools.lint.rules import LintContext, item_span, make
 def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     vault = ctx.vault
     top_k = ctx.config.answer_top_k
-    todo = []
+    if ctx.index is None and not ctx.build_index:
+        return  # lint_notes without an index: building one per call would cost seconds on a large vault
+    asking = []  # (note, answers) of the public notes with answers
+    count = 0
     for path in paths:
         note = vault.notes.get(path)
-        if note is None or note.is_private or not isinstance(note.meta, dict):
-            continue  # private notes are never retrieved, by design
+        if note is None or not isinstance(note.meta, dict):
+            continue
         answers = note.meta.get("answers")
-        if isinstance(answers, list):
-            todo += [(note, i, q) for i, q in enumerate(answers) if isinstance(q, str) and q.strip()]
-    if not todo or (ctx.index is None and not ctx.build_index):
-        return  # lint_notes without an index: building one per call would cost seconds on a large vault
+        if not isinstance(answers, list) or not answers or note.is_private:
+            continue  # private notes are never retrieved, by design
+        questions = [q for q in answers if isinstance(q, str) and q.strip()]
+        if questions:
+            asking.append((note, answers))
+            count += len(questions)
+    if not count:
+        return
     explicit = ctx.config.select is not None and "answer-not-retrieved" in ctx.config.select
-    if len(todo) > ctx.config.answer_check_limit and not explicit:
+    if count > ctx.config.answer_check_limit and not explicit:
         # one search per question: on a huge vault this would dominate lint time; run it on purpose instead
         ctx.notices.append(
-            f"answer-not-retrieved skipped: {len(todo)} questions > answer-check-limit "
+            f"answer-not-retrieved skipped: {count} questions > answer-check-limit "
             f"({ctx.config.answer_check_limit}); run `--select answer-not-retrieved` or raise the limit"
         )
         return
+    todo = [(note, i, q) for note, answers in asking for i, q in enumerate(answers) if isinstance(q, str) and q.strip()]
     index = ctx.search_index()
     ctx.answers_checked = True
     if index is None:

@@ -42,7 +42,12 @@ def _alias_strings(aliases) -> tuple:
 
 def alias_keys(aliases: tuple) -> tuple:
     """The folded form of each alias (None for non-aliases and blanks): how retrieval compares them."""
-    return tuple(fold(a) if a is not None and a.strip() else None for a in aliases)
+    return tuple(_key(a) if a is not None and a.strip() else None for a in aliases)
+
+
+def _key(alias: str) -> str:
+    key = fold(alias)
+    return alias if key == alias else key  # the same object when equal: stored once in the lint cache
 
 
 #: vault -> path -> (content digest, identity row): a watcher re-checking one note of a 10k-note vault must not
@@ -102,6 +107,8 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                 by_slug.setdefault(key, []).append(path)
         if private:
             continue  # private notes are never candidates: their aliases compete with nothing
+        if want_aliases is not None and want_aliases.isdisjoint(keys):
+            continue  # the usual case when a few notes are checked: none of this note's aliases is wanted
         seen: set[str] = set()
         for i, key in enumerate(keys):
             if key is None or key in seen or (want_aliases is not None and key not in want_aliases):
@@ -124,11 +131,13 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
         group = by_alias[key]
         if len(group) < 2:
             continue
+        group_paths = [p for p, _, _ in group]  # each note once per key (repeats are skipped above)
+        more = len(group) - 4  # the others, less the three named
         for path, index, alias in group:
             if path not in wanted:
                 continue
-            others = [p for p, _, _ in group if p != path]
-            shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+            named = [p for p in group_paths[:4] if p != path][:3]
+            shown = ", ".join(named) + (f" and {more} more" if more > 0 else "")
             yield make(ctx, notes[path], item_span(notes[path], "aliases", index), "alias-duplicate",
                        f"alias `{alias}` is also an alias of {shown}: a visitor writing it gets all of them "
                        f"equally; keep it only on the note it names best")
