@@ -408,7 +408,10 @@ def name_key(text: str) -> str:
     key = text
     if not key.isascii() and not _is_nfc("NFC", key):
         key = _nfc("NFC", key)
-    return _remember(_KEY_CACHE, text, share(key.lower()))
+    lower = key.lower()
+    if lower == key:
+        lower = key  # most names are already lower-case: keep the caller's string, not an equal copy
+    return _remember(_KEY_CACHE, text, share(lower))
 
 
 # Obsidian matches heading anchors loosely: punctuation is ignored on both sides (the help vault links
@@ -444,14 +447,19 @@ def link_key(target: str) -> str:
 # -- resolution --------------------------------------------------------------------------------------
 
 
+_NO_BLOCKS: frozenset[str] = frozenset()
+
+
 class AnchorTable:
     """A note's headings and block ids in comparison form."""
 
     __slots__ = ("headings", "blocks")
 
     def __init__(self, headings: Iterable[Heading], blocks: Iterable[str]) -> None:
-        self.headings: list[tuple[int, str]] = [(h.level, heading_key(h.text)) for h in headings]
-        self.blocks: frozenset[str] = frozenset(b.lower() for b in blocks)
+        # (the comparison keys only, in order: levels play no part in matching, and a vault keeps one
+        # table per linked note)
+        self.headings: tuple[str, ...] = tuple([heading_key(h.text) for h in headings])
+        self.blocks: frozenset[str] = frozenset([b.lower() for b in blocks]) if blocks else _NO_BLOCKS
 
     def has(self, anchor: str) -> bool:
         if anchor.startswith("^"):
@@ -463,7 +471,7 @@ class AnchorTable:
         headings = self.headings
         pos = 0
         for part in parts:
-            while pos < len(headings) and headings[pos][1] != part:
+            while pos < len(headings) and headings[pos] != part:
                 pos += 1
             if pos == len(headings):
                 return False

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from grasbot import grounding as _grounding, lexicon as _lexicon
 from grasbot.notes import Note
 from grasbot.tokenize import token_counts, tokenize, tokenize_short
 from grasbot.vault import LinkChange, Vault
@@ -529,22 +530,32 @@ class SearchIndex:
         vocab = self._vocab
         corrected: dict[str, str] = {}
         for t in unique:
-            if t not in vocab:
+            if t not in vocab and not _lexicon.knows(t):  # lexicon hook: a known word is no misspelling
                 fixed = self._correct(t)
                 if fixed is not None:
                     corrected[t] = fixed
         # A corrected token helps ranking (at a reduced weight) but is no evidence that the vault covers
         # the question: `mass` keeps the misspelled token at the IDF of an unseen word.
         originals = [t for t in unique if t not in corrected]
-        if corrected:
-            unique = sorted(set(originals) | set(corrected.values()))
+        # -- lexicon hook (grasbot/lexicon.py, grasbot/grounding.py): soft terms are corrections and
+        # synonyms/translations; term -> (ranking weight, evidence weight, original word it stands for).
+        soft: dict[str, tuple[float, float, str]] = {}
+        for t, fixed in sorted(corrected.items()):
+            soft.setdefault(fixed, (CORRECTION_WEIGHT, CORRECTION_EVIDENCE, t))
+        for e in _lexicon.expand(originals, vocab):
+            soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))
+        soft = {t: v for t, v in soft.items() if t not in originals}
+        if soft:
+            unique = sorted(set(originals) | set(soft))
+        # -- end of lexicon hook -----------------------------------------------------------------------
         known = [vocab[t] for t in unique if t in vocab]
         idf_known = self._idf[known] if known else np.zeros(0)
         exact = {vocab[t] for t in originals if t in vocab}
         mass = float(sum(float(self._idf[vocab[t]]) for t in originals if t in vocab))
         mass += UNSEEN_WEIGHT * self._idf_unseen * (len(originals) - len(exact) + len(corrected))
         q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(originals) - len(exact)))
-        factor = np.asarray([1.0 if tid in exact else CORRECTION_WEIGHT for tid in known]) if known else np.zeros(0)
+        known_terms = [t for t in unique if t in vocab]
+        factor = np.asarray([1.0 if tid in exact else soft[t][0] for t, tid in zip(known_terms, known)]) if known else np.zeros(0)
 
         # BM25F and coverage (IDF mass of the question found in each note), one pass over the postings.
         scores = np.zeros(n)

@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback_server import LoopbackServer
 from typing import Any
 
 Reply = str | Callable[[dict[str, Any]], str]
@@ -63,18 +65,17 @@ def _pieces(text: str) -> list[str]:
     return re.findall(r"\s*\S+|\s+", text) or ([text] if text else [])
 
 
-class FakeOllama:
+class FakeOllama(LoopbackServer):
     """Start with `start()` (or as a context manager); `url` is its base URL."""
 
     def __init__(self, models: tuple[str, ...] = ("qwen3:8b",), version: str = "0.9.0") -> None:
+        super().__init__()
         self.models = set(models)
         self.version = version
         self.requests: list[Recorded] = []
         self._script = Script()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- control ------------------------------------------------------------------------------------
     def script(self, **changes: Any) -> FakeOllama:
@@ -100,37 +101,9 @@ class FakeOllama:
         """Every message content of every chat received, one string per chat."""
         return ["\n".join(m.get("content", "") for m in body.get("messages", [])) for body in self.chat_requests()]
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeOllama:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         self._stop.set()  # wakes handlers sleeping in a scripted delay
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOllama:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     def _record(self, rec: Recorded) -> None:
         with self._lock:
@@ -139,11 +112,6 @@ class FakeOllama:
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server stops; False when it stopped."""
         return not self._stop.wait(seconds) if seconds > 0 else not self._stop.is_set()
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 1024  # the default backlog of 5 drops connections when 100 requests arrive at once
-    daemon_threads = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -265,3 +233,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
+
+
+FakeOllama.handler = _Handler

@@ -21,7 +21,9 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback_server import LoopbackServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -83,46 +85,15 @@ class Received:
     at: float = field(default_factory=time.monotonic)
 
 
-class LangfuseCollector:
+class LangfuseCollector(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__()
         self.received: list[Received] = []
         self.spans: list[Span] = []
         self.scores: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> LangfuseCollector:
-        collector = self
-
-        class Handler(_Handler):
-            owner = collector
-
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> LangfuseCollector:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- queries ------------------------------------------------------------------------------------
     def wait_for(self, predicate: Callable[[LangfuseCollector], bool], timeout: float = 10.0) -> bool:
@@ -182,11 +153,6 @@ def decode_spans(body: bytes) -> list[Span]:
     return spans
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 1024  # the default backlog of 5 drops connections when 100 requests arrive at once
-    daemon_threads = True
-
-
 class _Handler(BaseHTTPRequestHandler):
     owner: LangfuseCollector
     protocol_version = "HTTP/1.1"
@@ -240,3 +206,6 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self.owner._record(Received("GET", self.path, dict(self.headers), b""), [], [])
         self._reply(200, b"{}", "application/json")
+
+
+LangfuseCollector.handler = _Handler

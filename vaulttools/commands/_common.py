@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
+    from grasbot.search import SearchIndex
+    from grasbot.vault import Vault
 
 
 class CliError(Exception):
@@ -27,3 +32,23 @@ def vault_path(args: argparse.Namespace) -> Path:
     if not path.is_dir():
         raise CliError(f"not a folder: {path}")
     return path
+
+
+def load_vault(root: Path) -> Vault:
+    """`Vault.load`, with a folder that vanished or cannot be read turned into a CliError."""
+    from grasbot.vault import Vault
+
+    try:
+        return Vault.load(root)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def load_public_index(root: Path, purpose: str) -> SearchIndex:
+    """The vault's search index; CliError when no public note is left to retrieve (`purpose` says for what)."""
+    from grasbot.search import SearchIndex
+
+    index = SearchIndex.build(load_vault(root))
+    if index.size == 0:
+        raise CliError(f"no public note in {root}: {purpose}")
+    return index

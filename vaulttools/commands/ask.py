@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -28,16 +28,8 @@ def run(args: argparse.Namespace) -> int:
     root = vault_path(args)
 
     from grasbot.context import plan_context
-    from grasbot.search import SearchIndex
-    from grasbot.vault import Vault
 
-    try:
-        vault = Vault.load(root)
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
-        raise CliError(str(exc)) from None
-    index = SearchIndex.build(vault)
-    if index.size == 0:
-        raise CliError(f"no public note in {root}: nothing GrasBot could retrieve")
+    index = load_public_index(root, "nothing GrasBot could retrieve")
     result = index.search(question, top_k=args.top_k)
     plan = plan_context(result.hits)
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
 
 NAME = "eval"
 HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection)"
@@ -27,16 +27,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     root = vault_path(args)
 
-    from grasbot.search import SearchIndex
-    from grasbot.vault import Vault
-
-    try:
-        vault = Vault.load(root)
-    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
-        raise CliError(str(exc)) from None
-    index = SearchIndex.build(vault)
-    if index.size == 0:
-        raise CliError(f"no public note in {root}: nothing to evaluate")
+    index = load_public_index(root, "nothing to evaluate")
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
         print(

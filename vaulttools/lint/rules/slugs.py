@@ -127,10 +127,8 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             yield make(ctx, note, value_span(note, "slug"), "slug-duplicate",
                        f"slug `{note.meta.get('slug')}` is also the slug of {others}: each note needs its own "
                        f"slug (its id in sources and URLs); rename one")
-    for key in sorted(by_alias):
+    for key in sorted([k for k, group in by_alias.items() if len(group) > 1]):  # most aliases are unique
         group = by_alias[key]
-        if len(group) < 2:
-            continue
         group_paths = [p for p, _, _ in group]  # each note once per key (repeats are skipped above)
         more = len(group) - 4  # the others, less the three named
         for path, index, alias in group:

@@ -478,7 +478,7 @@ class MainScreen(Screen[None]):
         if errors:
             text.append(f"\n? {' '.join(errors)} — try: {FILTER_HELP}", style="yellow")
         elif not flt.active:
-            text.append("\n✗ errors  ! warnings  p: only those", style="dim")
+            text.append("\n✗ errors ! warnings · p: filter", style="dim")
         else:
             text.append("\nempty the box to see all", style="dim")
         self.query_one("#filter-status", Static).update(text)
