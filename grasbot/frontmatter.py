@@ -398,25 +398,21 @@ def _parse_yaml_libyaml(
 # -- fast path ---------------------------------------------------------------------------------------
 #
 # Almost every real frontmatter is a flat block mapping of `key: scalar`, `key: [a, b]` and `key:` followed
-# by `- item` lines. For those, a line-by-line reader in Python gives exactly what CSafeLoader gives (plain
-# scalars typed by PyYAML's own implicit resolvers and SafeConstructor) plus positions, at a fraction of
-# the cost of composing libyaml's node tree. Anything outside that subset (anchors, tags, block scalars,
+# by `- item` lines. For those, one regex pass (a tuple of groups per line) and a short loop give exactly
+# what CSafeLoader gives (plain scalars typed by PyYAML's own implicit resolvers and SafeConstructor) plus
+# positions, at a fraction of the cost of composing libyaml's node tree and constructing from it. Anything outside that subset (anchors, tags, block scalars,
 # nested mappings, multi-line scalars, escapes, tabs, \r, exotic line breaks, odd indentation, errors...)
 # makes `_fast_yaml` return False and the C loader reads the frontmatter as before:
 # tests/test_frontmatter_fastpath.py checks with hypothesis that both agree on data and positions.
 
 # Characters allowed by the fast path: libyaml's printable set minus tab, \r, U+0085, U+2028/9 and BOM.
 _NOT_SIMPLE_RE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
-# a top-level key that is a plain word, then `:` and a blank or the end of the line
-_KEY_RE = re.compile(r"[^\W\d][\w-]*")
 # one item of a one-line flow sequence: "double" (no escape), 'single', or a plain scalar without any
 # character that could make it something else; then `,` or `]`
 _FLOW_ITEM_RE = re.compile(
     r" *(?:\"([^\"\\]*)\"|'((?:[^']|'')*)'|([^ ,\[\]{}#'\"?:!&*|>%@`-][^,\[\]{}#:]*?)) *([,\]])"
 )
 _EMPTY_FLOW_RE = re.compile(r"\[ *\]")
-# first characters that make a plain scalar something else (or an error) in block context
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _KEY_MAYBE_TYPED = frozenset("yYnNtTfFoO")
 _SAFE = yaml.constructor.SafeConstructor()
 _TYPED_CACHE: dict[str, Any] = {}
@@ -462,43 +458,6 @@ def _after_quote(tail: str) -> None:
         rest = tail.lstrip(" ")
         if rest and (rest[0] != "#" or len(rest) == len(tail)):
             raise _NotSimple
-
-
-def _scalar(rest: str) -> tuple[Any, str, int]:
-    """A block-context scalar written on one line: (value, value text as libyaml reports it, length as
-    written, quotes included). `rest` starts at the scalar's first character."""
-    first = rest[0]
-    if first == '"':
-        end = rest.find('"', 1)
-        if end == -1:
-            raise _NotSimple
-        text = rest[1:end]
-        if "\\" in text:
-            raise _NotSimple
-        _after_quote(rest[end + 1 :])
-        return (_STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text), text, end + 1
-    if first == "'":
-        i = 1
-        while True:
-            end = rest.find("'", i)
-            if end == -1:
-                raise _NotSimple
-            if rest.startswith("'", end + 1):
-                i = end + 2
-                continue
-            break
-        text = rest[1:end]
-        if "''" in text:
-            text = text.replace("''", "'")
-        _after_quote(rest[end + 1 :])
-        return (_STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text), text, end + 1
-    if first in _INDICATORS:
-        raise _NotSimple
-    cut = rest.find(" #")
-    text = (rest if cut == -1 else rest[:cut]).rstrip(" ")
-    if ": " in text or text[-1] == ":":
-        raise _NotSimple
-    return _typed(text), text, len(text)
 
 
 def _fast_yaml(fm: str, fm_line: int, result: ParsedFile, positions: bool = True) -> bool:

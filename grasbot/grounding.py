@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["combine"]
+__all__ = ["SOFT_NEEDS_ORIGINAL", "combine"]
+
+#: When True, soft terms add evidence only to a note that also holds an original question word. Off by
+#: default: an English question over a French vault, or "Peut-on l'embaucher ?" over notes that say
+#: "recrutement", has no original word in any note, and must still be answerable. Measured both ways on
+#: the question sets: True loses on-topic answers and rejects no more off-topic ones.
+SOFT_NEEDS_ORIGINAL = False
 
 
 def combine(
@@ -33,13 +39,14 @@ def combine(
     rank = np.bincount(doc_ids, weights=w * rank_weight[seg], minlength=n)
     soft = group[seg] >= 0
     if not soft.any():
-        evidence = rank if np.all(rank_weight == 1.0) else np.bincount(doc_ids, weights=w, minlength=n)
+        evidence = rank if bool(np.all(rank_weight == 1.0)) else np.bincount(doc_ids, weights=w, minlength=n)
         return rank, evidence
     hard = ~soft
     evidence = np.bincount(doc_ids[hard], weights=w[hard] * evidence_weight[seg[hard]], minlength=n)
+    original = evidence > 0
     for g in np.unique(group[group >= 0]).tolist():  # sorted: deterministic
         mask = group[seg] == g
         best = np.zeros(n)
         np.maximum.at(best, doc_ids[mask], w[mask] * evidence_weight[seg[mask]])
-        evidence = evidence + best
+        evidence = evidence + (np.where(original, best, 0.0) if SOFT_NEEDS_ORIGINAL else best)
     return rank, evidence

@@ -11,12 +11,18 @@ so lookups are on tokens. Two kinds of lines in `_TABLE`:
 - ``a, b, c`` — a synonym group: each member expands to every other member;
 - ``a, b > x, y`` — directed: a question holding `a` (or `b`) also looks for `x` and `y`, not the reverse
   (a more specific word leads to the general one the notes use, and an English word to its French
-  translations; the reverse would flood French questions).
+  translations; the reverse would flood French questions);
+- ``a = b = c`` — a word family the Snowball stemmer splits (`perdre`/`perte`, `graphe`/`graphique`,
+  `afficher`/`affichage`): the same word, so it weighs more (`FAMILY_WEIGHT`).
 
 A member of several words ("temps plein", "full time") matches when all its tokens are in the question,
 and adds all its tokens. Only terms the vault holds are returned, never a token already in the question,
 each with a weight < 1: an expansion ranks below an original word and the search engine counts it as
 evidence only at a discount and at most once per original word (see `grasbot.grounding`).
+
+English triggers are tokenized by the French stemmer like every question word, so an English word whose
+stem is also a French word (`pay`/`pays`, `career`/`car`, `role`/`rôle`, `switch`) is left out: it
+would expand French questions too.
 
 The table is general vocabulary (hiring, job, salary, contact, skills, projects, studies, career change,
 hobbies, experience, languages, availability, and the common words of note-taking software), never the
@@ -31,16 +37,18 @@ from functools import lru_cache
 
 from grasbot.tokenize import tokenize
 
-__all__ = ["EXPANSION_WEIGHT", "Expansion", "expand", "knows", "entries"]
+__all__ = ["EXPANSION_WEIGHT", "FAMILY_WEIGHT", "Expansion", "expand", "knows", "entries"]
 
 #: The ranking weight of an expansion, relative to an original question word (1.0).
 EXPANSION_WEIGHT = 0.5
+#: The ranking weight of another member of the word's family (derivation the stemmer does not undo).
+FAMILY_WEIGHT = 0.8
 
 _TABLE = """
 # -- hiring, job, availability ------------------------------------------------------------------------
 embaucher, embauche, recruter, recrutement, engager
-embaucher, embauche, recruter, recrutement, engager > poste, emploi, disponible, disponibilité, cdi
-bientôt, prochainement, quand, date, immédiatement, rapidement > disponible, disponibilité
+embaucher, embauche, recruter, recrutement, engager > poste, emploi, disponible, disponibilité, cdi, alternance, stage, contrat
+bientôt, prochainement, immédiatement > disponible, disponibilité
 poste, emploi, travail, job, boulot
 chercher, recherche, cherche, rechercher
 cdi, cdd, contrat > poste, emploi, contrat
@@ -51,7 +59,7 @@ salaire, rémunération, prétentions, salarial, salariale, salariales, paie, pa
 salaire, rémunération, prétentions, salarial, salariales, tarif > conditions
 freelance, indépendant, freelancing, mission, missions, prestataire, auto-entrepreneur
 # -- contact ------------------------------------------------------------------------------------------
-joindre, contacter, contact, coordonnées, écrire, appeler, rencontrer
+joindre, contacter, contact, coordonnées, appeler
 téléphone, portable, numéro, mail, email, courriel, adresse, linkedin > contact, contacter, coordonnées, formulaire
 # -- where he lives -----------------------------------------------------------------------------------
 habiter, habite, vit, vivre, domicile, résider, réside, localisation, ville, région, basé, situé
@@ -73,7 +81,7 @@ aimer, aime, adore, apprécie, plaisir > loisirs, passions, intérêts
 randonnée, rando, marche, trek, trekking, sentier, sentiers
 application, appli, app, logiciel, outil
 # -- note-taking software (help vaults) ---------------------------------------------------------------
-alias, autre nom, surnom, pseudonyme, synonyme
+alias, surnom, pseudonyme, appellation
 insérer, incorporer, intégrer, embarquer, inclure
 image, images, photo, photos, illustration, média, médias, pièce jointe, pièces jointes
 thème, thèmes, apparence, couleur, couleurs, style, css
@@ -83,7 +91,7 @@ coffre, vault, coffre-fort
 rétrolien, rétroliens, backlink, backlinks, liens entrants, mentions
 graphe, graphique, graph
 encadré, callout, callouts, mise en avant, mises en avant, bloc
-avertissement, alerte, warning, attention, astuce, conseil, note
+avertissement, alerte, warning, attention, astuce, conseil
 métadonnées, propriétés, propriété, frontmatter, yaml
 mémo, mémos, enregistrement
 vocal, audio, voix, son
@@ -92,22 +100,60 @@ supprimer, effacer, retirer, enlever
 modifier, éditer, changer, personnaliser, configurer, paramétrer, réglages, paramètres
 chercher, rechercher, recherche, trouver
 synchroniser, synchronisation, sync
+# -- word families the stemmer splits (verb / noun / agent) ---------------------------------------------
+perdre = perte = perdu
+graphe = graphique
+enregistrer = enregistrement = enregistreur
+afficher = affichage
+insérer = insertion
+supprimer = suppression
+créer = création = créateur
+lier = lien = liens = liaison
+modifier = modification
+renommer = renommage
+ouvrir = ouverture
+fermer = fermeture
+développer = développement = développeur
+programmer = programmation = programmeur
+concevoir = conception
+étudier = études = étudiant
+apprendre = apprentissage = appris
+travailler = travail
+employer = emploi = employeur = employé
+gérer = gestion
+traduire = traduction
+écrire = écriture
+lire = lecture
+jouer = jeu = joueur
+peindre = peinture
+photographier = photographie = photographe = photo
+nager = natation
+randonner = randonnée = randonneur
+naître = naissance
+joindre = jointe
+connecter = connexion
+sécuriser = sécurité
+souscrire = souscription
 # -- English -> French --------------------------------------------------------------------------------
-hire, hiring, recruit, recruiting, employ > embaucher, recrutement, poste, emploi
+hire, hiring, recruit, recruiting > embaucher, recrutement, poste, emploi, alternance, stage, contrat, disponible
 available, availability > disponible, disponibilité
-job, position, role, work > poste, emploi, travail
+job, jobs, work > poste, emploi, travail, métier
+nurse > infirmier, infirmière
+teacher > enseignant, professeur
+engineer > ingénieur
+developer > développeur
+internship, apprenticeship, work-study > stage, alternance
 full time, full-time > temps plein, cdi
 part time, part-time > temps partiel
 remote > télétravail
-salary, pay, wage, rate > salaire, rémunération, tarif
+salary, wage, wages, paid > salaire, rémunération, tarif
 contact, reach, phone, call, email > contact, contacter, coordonnées, téléphone
 live, lives, based, located > habite, ville, région
 skill, skills, ability, abilities, expertise > compétence, compétences
 know, knows > connaît, compétence, maîtrise
 experience > expérience, parcours
-career > carrière, parcours
-career change, switch > reconversion
-company, companies, employer, employers > entreprise, employeur
+career change, career switch, retraining > reconversion
+company, companies > entreprise, employeur
 study, studies, education, degree, school, university, training > études, formation, diplôme, école
 project, projects > projet, projets
 language, languages > langue, langues, langage, langages
@@ -119,8 +165,33 @@ website, site > site
 outage, failure, incident, crash > panne, incident
 happened > arrivé, passé
 machine learning > apprentissage automatique
+# software words (help vaults)
+create, creating, new > créer, nouveau, nouvelle
+delete, remove, erase > supprimer, effacer
+rename > renommer
+edit, modify, customize > modifier, éditer, personnaliser
+open > ouvrir
+save, store > enregistrer, sauvegarder, stocker
+backup, backups > sauvegarde, sauvegarder
+restore, recover > restaurer, récupérer
+search, find > rechercher, recherche, chercher, trouver
+link, links > lien, liens, lier
+backlink, backlinks > rétroliens
+tag, tags > tags, étiquettes, mots-clés
+folder, folders, directory > dossier, répertoire
+file, files > fichier, fichiers
+picture, pictures, image, images > image, images
+template, templates > modèle, modèles
+plugin, plugins, extension > module, modules, extension
+theme, themes > thème, thèmes, apparence
+settings, preferences, options > paramètres, réglages, options
+shortcut, shortcuts, hotkey, hotkeys, keyboard > raccourci, raccourcis, clavier
+publish, share > publier, partager
+vault, vaults > coffre, coffres
+graph > graphe, graphique
+daily > quotidien, quotidienne, quotidiennes
+mobile, phone, smartphone > mobile, téléphone
 printing > impression
-weather > météo
 """
 
 
@@ -140,37 +211,48 @@ def _member(word: str) -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def entries() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
     """The table as (trigger tokens, expansion tokens) pairs, tokenized once, in table order."""
-    out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    return tuple((trig, targets) for trig, targets, _family in _entries())
+
+
+@lru_cache(maxsize=1)
+def _entries() -> tuple[tuple[tuple[str, ...], tuple[str, ...], bool], ...]:
+    out: list[tuple[tuple[str, ...], tuple[str, ...], bool]] = []
     for raw in _TABLE.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        if ">" in line:
+        if "=" in line:
+            members = [m for m in (_member(w) for w in line.split("=")) if m]
+            for trig in members:
+                targets = sorted({t for m in members if m != trig for t in m} - set(trig))
+                if targets:
+                    out.append((trig, tuple(targets), True))
+        elif ">" in line:
             left, right = line.split(">", 1)
             triggers = [_member(w) for w in left.split(",")]
             targets = sorted({t for w in right.split(",") for t in _member(w)})
             for trig in triggers:
                 if trig:
-                    out.append((trig, tuple(t for t in targets if t not in trig)))
+                    out.append((trig, tuple(t for t in targets if t not in trig), False))
         else:
             members = [m for m in (_member(w) for w in line.split(",")) if m]
             for trig in members:
                 targets = sorted({t for m in members if m != trig for t in m} - set(trig))
-                out.append((trig, tuple(targets)))
+                out.append((trig, tuple(targets), False))
     return tuple(out)
 
 
 @lru_cache(maxsize=1)
 def _by_token() -> dict[str, tuple[int, ...]]:
     index: dict[str, list[int]] = {}
-    for i, (trig, _targets) in enumerate(entries()):
+    for i, (trig, _targets, _family) in enumerate(_entries()):
         index.setdefault(trig[0], []).append(i)
     return {k: tuple(v) for k, v in index.items()}
 
 
 @lru_cache(maxsize=1)
 def _known() -> frozenset[str]:
-    return frozenset(t for trig, targets in entries() for t in trig + targets)
+    return frozenset(t for trig, targets, _family in _entries() for t in trig + targets)
 
 
 def knows(token: str) -> bool:
@@ -179,23 +261,35 @@ def knows(token: str) -> bool:
     return token in _known()
 
 
-def expand(tokens: Iterable[str], vocabulary: Container[str], weight: float = EXPANSION_WEIGHT) -> list[Expansion]:
+def expand(
+    tokens: Iterable[str],
+    vocabulary: Container[str],
+    weight: float | None = None,
+    keep: Container[str] = frozenset(),
+    family_weight: float | None = None,
+) -> list[Expansion]:
     """Expansion terms of a question's `tokens`, restricted to terms in `vocabulary` (the index's terms),
-    never one of `tokens` itself. Sorted by term; a term reached from several sources keeps the first
-    source in sorted order (deterministic)."""
+    never one of `tokens` itself. Tokens in `keep` are not expanded (the caller passes the words the vault
+    already uses widely: they match the notes as they are, and their synonyms would only add noise), unless
+they are part of a trigger of several words.
+    Sorted by term; a term reached from several sources keeps the first source in sorted order."""
+    weight = EXPANSION_WEIGHT if weight is None else weight
+    family_weight = FAMILY_WEIGHT if family_weight is None else family_weight
     present = set(tokens)
     if not present:
         return []
     by_token = _by_token()
-    table = entries()
-    found: dict[str, str] = {}
+    table = _entries()
+    found: dict[str, tuple[float, str]] = {}
     for token in sorted(present):
         for i in by_token.get(token, ()):
-            trig, targets = table[i]
-            if not present.issuperset(trig):
+            trig, targets, family = table[i]
+            # A trigger of several words ("pièce jointe") is specific even when each word is common.
+            if not present.issuperset(trig) or (len(trig) == 1 and trig[0] in keep):
                 continue
             source = " ".join(trig)
+            w = family_weight if family else weight
             for term in targets:
-                if term not in present and term in vocabulary and term not in found:
-                    found[term] = source
-    return [Expansion(term, weight, found[term]) for term in sorted(found)]
+                if term not in present and term in vocabulary and (term not in found or w > found[term][0]):
+                    found[term] = (w, source)
+    return [Expansion(term, found[term][0], found[term][1]) for term in sorted(found)]

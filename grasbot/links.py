@@ -35,7 +35,7 @@ from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, 
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution
 
 _share = _STR_CACHE.setdefault
-_SHORT_RAW = 48
+_SHORT_RAW = 160  # (sharing cache emptied after a load: see grasbot.frontmatter.clear_caches)
 # Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
 _new = tuple.__new__
 
@@ -307,7 +307,10 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             last = start
             col = start - rfind("\n", 0, start)
             span = make_span(line, col, line, col + end - start)
-            md_links.append(_new(Link, (body[start:end], _share(target, target), anchor, text, md, span, None)))
+            raw = body[start:end]
+            if end - start <= _SHORT_RAW:
+                raw = _share(raw, raw)
+            md_links.append(_new(Link, (raw, _share(target, target), anchor, text, md, span, None)))
         if md_links:
             if links:
                 links.extend(md_links)
@@ -328,6 +331,8 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 text = _HEADING_CLOSE_RE.sub("", text).strip()
             line += count("\n", last, start)
             last = start
+            if len(text) <= _SHORT_RAW:
+                text = _share(text, text)  # the same section titles recur across notes
             headings.append(_new(Heading, (text, hashes_end - start, line)))
     if has_block:
         for m in _BLOCK_RE.finditer(masked):

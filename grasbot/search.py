@@ -47,7 +47,7 @@ import gc
 import math
 import re
 import time
-from collections import Counter
+from functools import lru_cache
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +89,8 @@ GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
 CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking ...
 CORRECTION_EVIDENCE = 0.0  # ... and nothing as evidence that the vault covers the question
+EXPANSION_EVIDENCE = 0.7  # a lexicon synonym/translation: evidence at this share, once per original word
+EXPAND_MAX_DF = 0.1  # a question word held by more than this share of the notes is not expanded
 FUZZY_MIN = 5  # shortest question token that spelling correction looks at (shorter: too many neighbours)
 FUZZY_PREFIX_MIN = 6  # shortest token completed as the beginning of an index term
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
@@ -133,6 +135,9 @@ class SearchResult:
 
 _FIELDS: tuple[str, ...] = ("title", "aliases", "slug", "answers", "labels", "headings", "body")
 _BODY = _FIELDS.index("body")
+_W_TITLE, _W_ALIASES, _W_SLUG, _W_ANSWERS, _W_LABELS, _W_HEADINGS = (
+    FIELD_WEIGHTS[f] for f in ("title", "aliases", "slug", "answers", "labels", "headings")
+)
 _KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
 _K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
 
@@ -148,18 +153,15 @@ class _Phrase:
 
 @dataclass(slots=True)
 class _Doc:
+    """One indexed note. Its term statistics live in the index's postings, not here (memory)."""
+
     note: Note
     id: str
     key: tuple[str, str]  # (path, digest or text length): re-tokenize only when this changes
-    # Term counts, packed (a dict per field would cost ~10x the memory on a large vault): term ids in
-    # the index's vocabulary, the field of each (index in _FIELDS), and the count.
-    tids: np.ndarray
-    tfield: np.ndarray
-    tcount: np.ndarray
     phrases: list[_Phrase]
-    ph_tids: np.ndarray  # the phrases' tokens as term ids, phrase after phrase
     priority: int | None
     is_moc: bool
+    out: tuple[str, ...] = ()  # paths it links to (vault.outgoing), turned into neighbours at query time
 
 
 def note_id(note: Note) -> str:
@@ -190,52 +192,46 @@ def _headings(note: Note) -> list[str]:
     return _HEADING.findall(note.body)
 
 
-def _counts(texts: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for text in texts:
-        for t in tokenize_short(text):
-            out[t] = out.get(t, 0) + 1
-    return out
+@lru_cache(maxsize=1 << 16)
+def _phrase_tokens(text: str) -> tuple[str, ...]:
+    return tuple(sorted(set(tokenize_short(text))))
 
 
-def _term_ids(vocab: dict[str, int], terms: list[str]) -> list[int]:
-    """Vocabulary ids of `terms` (new terms get the next ids, in sorted order), by one C-level multi-get."""
-    if not terms:
-        return []
-    missing = set(terms).difference(vocab)
-    for term in sorted(missing):
-        vocab[term] = len(vocab)
-    if len(terms) == 1:
-        return [vocab[terms[0]]]
-    return list(itemgetter(*terms)(vocab))
-
-
-def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
+def _read_doc(note: Note, full: bool) -> tuple[_Doc, dict[str, float], list[str], list[int]]:
+    """The note's phrases and, per token, its weighted frequency in the short fields (BM25F: the sum of
+    the field weights over its occurrences; multiples of 0.5, so exact whatever the order) and its body
+    counts (tokens may repeat, "" is a stop word: the caller sums and drops)."""
     title = note.title if full else note.stem
     slug = (note.slug or "") if full else ""
     aliases = note.aliases if full else []
     answers = note.answers if full else []
     domains = note.domains if full else []
     tags = note.tags if full else []
-    fields = [
-        _counts([title]),
-        _counts(aliases),
-        _counts([slug]),
-        _counts(answers),
-        _counts(domains + tags),
-        _counts(_headings(note)),
-    ]
+    fm: dict[str, float] = {}
+    get = fm.get
+    for texts, weight in (
+        ((title,), _W_TITLE),
+        (aliases, _W_ALIASES),
+        ((slug,), _W_SLUG),
+        (answers, _W_ANSWERS),
+        (domains, _W_LABELS),
+        (tags, _W_LABELS),
+        (_headings(note), _W_HEADINGS),
+    ):
+        for text in texts:
+            for t in tokenize_short(text):
+                fm[t] = get(t, 0.0) + weight
     phrases: list[_Phrase] = []
     seen: set[tuple[int, tuple[str, ...]]] = set()
 
     def add(kind: int, text: str) -> None:
-        tokens = tuple(sorted(set(tokenize_short(text))))
+        tokens = _phrase_tokens(text)
         if tokens and (kind, tokens) not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
             seen.add((kind, tokens))
             phrases.append(_Phrase(kind, text, tokens))
 
     add(_K_TITLE, title)
-    if slug and (_K_TITLE, tuple(sorted(set(tokenize_short(slug))))) not in seen:
+    if slug and (_K_TITLE, _phrase_tokens(slug)) not in seen:
         add(_K_SLUG, slug)
     for alias in aliases:
         add(_K_ALIAS, alias)
@@ -245,33 +241,16 @@ def _read_doc(note: Note, full: bool, vocab: dict[str, int]) -> _Doc:
         add(_K_DOMAIN, value)
     for value in tags:
         add(_K_TAG, value)
-    tids: list[int] = []
-    tfield: list[int] = []
-    tcount: list[int] = []
-    for f, tf in enumerate(fields):
-        if tf:
-            tids.extend(_term_ids(vocab, list(tf)))
-            tfield.extend([f] * len(tf))
-            tcount.extend(tf.values())
-    # The body, the bulk of the text: token entries may repeat (summed at build) and "" is a stop word.
     body_tokens, body_counts = token_counts(note.body)
-    body_ids = np.asarray(_term_ids(vocab, body_tokens), dtype=np.int32)
-    body_counts_arr = np.asarray(body_counts, dtype=np.int32)
-    keep = body_ids != vocab[""]
-    body_ids, body_counts_arr = body_ids[keep], body_counts_arr[keep]
-    ph_tids = _term_ids(vocab, [t for p in phrases for t in p.tokens])
-    return _Doc(
+    doc = _Doc(
         note=note,
         id=note_id(note),
         key=(note.path, note.digest or str(len(note.text))),
-        tids=np.concatenate([np.asarray(tids, dtype=np.int32), body_ids]),
-        tfield=np.concatenate([np.asarray(tfield, dtype=np.int8), np.full(body_ids.size, _BODY, dtype=np.int8)]),
-        tcount=np.concatenate([np.asarray(tcount, dtype=np.int32), body_counts_arr]),
         phrases=phrases,
-        ph_tids=np.asarray(ph_tids, dtype=np.int32),
         priority=note.priority if full else None,
         is_moc=note.is_moc if full else False,
     )
+    return doc, fm, body_tokens, body_counts
 
 
 # -- the index ---------------------------------------------------------------------------------------
@@ -284,46 +263,113 @@ def _csr(keys: np.ndarray, size: int) -> np.ndarray:
     return offsets
 
 
-class SearchIndex:
-    """Built once per vault load; private notes are never candidates.
+class _Grow:
+    """A 1-d numpy array that grows in place (amortised doubling); `view()` is the part in use."""
 
-    Layout (all numpy, so a question costs a handful of vector operations whatever the vault size):
-    notes are numbered 0..N-1 in id order; terms have ids in `_vocab`. Term postings are CSR arrays:
-    for term t, `_p_doc[_p_off[t]:_p_off[t+1]]` are the notes containing it (ascending) and `_p_w` their
-    BM25F weight already multiplied by the term's IDF. Frontmatter phrases (title, slug, aliases, sample
-    questions, labels) are numbered too, with their own term -> phrases CSR (`_q_off`, `_q_phrase`).
+    __slots__ = ("a", "n")
+
+    def __init__(self, values: Any, dtype: Any) -> None:
+        self.a = np.array(values, dtype=dtype)
+        self.n = int(self.a.size)
+
+    def view(self) -> np.ndarray:
+        return self.a[: self.n]
+
+    def resize(self, size: int) -> None:
+        """Make `size` entries usable; new ones are zero."""
+        if size > self.a.size:
+            bigger = np.zeros(max(size, 2 * self.a.size, 16), dtype=self.a.dtype)
+            bigger[: self.n] = self.a[: self.n]
+            self.a = bigger
+        elif size > self.n:
+            self.a[self.n : size] = 0
+        self.n = max(self.n, size)
+
+    def extend(self, values: Any) -> None:
+        values = np.asarray(values, dtype=self.a.dtype)
+        start = self.n
+        self.resize(start + values.size)
+        self.a[start : self.n] = values
+
+
+_EMPTY_I = np.zeros(0, dtype=np.int32)
+_EMPTY_F = np.zeros(0, dtype=np.float32)
+_FULL_BY_KIND = np.zeros(len(_KINDS))
+_PARTIAL_BY_KIND = np.zeros(len(_KINDS))
+for _kind, _points in ((_K_TITLE, TITLE_POINTS), (_K_SLUG, SLUG_POINTS), (_K_ALIAS, ALIAS_POINTS), (_K_DOMAIN, DOMAIN_POINTS), (_K_TAG, TAG_POINTS)):
+    _FULL_BY_KIND[_kind] = _points
+_PARTIAL_BY_KIND[_K_TITLE] = TITLE_PARTIAL_POINTS
+
+
+def _outgoing(outgoing: Any, path: str) -> tuple[str, ...]:
+    """The note's outgoing link targets; a vault without a link graph: none (no expansion, no crash)."""
+    try:
+        return tuple(outgoing(path)) if outgoing else ()
+    except Exception:
+        return ()
+
+
+class SearchIndex:
+    """Built once per vault load, brought up to date note by note; private notes are never candidates.
+
+    Layout. Notes live in *slots* (`_docs[s]`, None for a free slot); `_rank[s]` is the note's place in
+    id order, which breaks ties. Terms have ids in `_vocab` (only terms some note holds: a term no note
+    holds any more leaves the vocabulary, as in a fresh build). Postings store raw statistics, not
+    weights: for term t, the notes holding it (ascending slots), the weighted frequency of t in their
+    short fields and its count in their body. BM25F weights depend on the number of notes, the document
+    frequency and the average body length, which any update changes: they are computed at query time for
+    the question's terms only (and cached until the next update), so an update touches only the changed
+    note's own postings and a few running totals, and still answers exactly as a fresh build.
+
+    Postings are CSR arrays from the last build (`_p_off`, `_p_doc`, `_p_fm`, `_p_body`) with per-term
+    replacements for the terms an update touched (`_p_over`). Frontmatter phrases (title, slug, aliases,
+    sample questions, labels) are numbered append-only, with their own term -> phrases postings (`_q_off`,
+    `_q_phrase`, `_q_over`); a changed note's phrases are dropped from those postings and new ones appended.
     """
 
     def __init__(self, config: SearchConfig | None = None) -> None:
         self.config = config or SearchConfig()
-        self._docs: list[_Doc] = []
-        self._cache: dict[str, _Doc] = {}  # path -> tokenized note, reused by `update`
-        self._by_path: dict[str, int] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._docs: list[_Doc | None] = []
+        self._slot_of: dict[str, int] = {}  # path -> slot
+        self._free: list[int] = []
+        self._n = 0
         self._vocab: dict[str, int] = {"": 0}  # "" stands for stop words in body counts: never a posting
-        self._idf = np.zeros(0)
-        self._idf_unseen = 0.0
-        self._p_off = np.zeros(1, dtype=np.int64)
-        self._p_doc = np.zeros(0, dtype=np.int32)
-        self._p_w = np.zeros(0)
-        self._q_off = np.zeros(1, dtype=np.int64)
-        self._q_phrase = np.zeros(0, dtype=np.int32)
-        self._ph_doc = np.zeros(0, dtype=np.int32)
-        self._ph_kind = np.zeros(0, dtype=np.int8)
-        self._ph_len = np.zeros(0, dtype=np.int32)
-        self._ph_norm = np.zeros(0)
-        self._ph_full = np.zeros(0)
-        self._ph_start = np.zeros(1, dtype=np.int64)
-        self._ph_partial = np.zeros(0)
-        self._ph_answer = np.zeros(0, dtype=bool)
-        self._ph_best_of = np.zeros(0, dtype=bool)
-        self._ph_list: list[_Phrase] = []
-        self._bonus_if_scored = np.zeros(0)
-        self._neighbours: list[tuple[int, ...]] = []
-        self._df = np.zeros(0, dtype=np.int64)
-        self._terms: list[str] = []
+        self._terms: list[str] = [""]  # term id -> term (ids of terms that left the vocabulary stay here)
+        self._dfg = _Grow([0], np.int64)
+        self._df = self._dfg.view()
+        self._lens = _Grow([], np.float64)  # body length per slot
+        self._total_len = 0.0  # sum of body lengths (an exact integer)
+        self._bonus = _Grow([], np.float64)  # priority and MOC points per slot, for notes with evidence
+        self._p_off = np.zeros(2, dtype=np.int64)
+        self._p_doc = _EMPTY_I
+        self._p_fm = _EMPTY_F
+        self._p_body = _EMPTY_F
+        self._p_over: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._d_off = np.zeros(1, dtype=np.int64)  # slot -> its term ids (ascending), from the build ...
+        self._d_tid = _EMPTY_I
+        self._d_over: dict[int, np.ndarray] = {}  # ... or from an update
+        self._ph_list: list[_Phrase | None] = []
+        self._ph_doc = _Grow([], np.int32)
+        self._ph_kind = _Grow([], np.int8)
+        self._ph_len = _Grow([], np.int32)
+        self._ph_group = _Grow([], np.int32)  # alias group (same token set), -1 for other kinds
+        self._ph_tok = _Grow([], np.int32)  # the phrases' tokens, phrase after phrase
+        self._ph_beg = _Grow([], np.int64)  # slot -> its phrases [beg, end)
+        self._ph_end = _Grow([], np.int64)
+        self._groups: dict[tuple[str, ...], int] = {}
+        self._group_count = _Grow([], np.int64)  # notes holding each alias: an alias held by k notes counts 1/k
+        self._q_off = np.zeros(2, dtype=np.int64)
+        self._q_phrase = _EMPTY_I
+        self._q_over: dict[int, np.ndarray] = {}
         self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
         self._sorted_terms: list[tuple[str, int]] = []
-        self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on rebuild
+        self._stale = True  # derived arrays (IDF, norms, phrase weights, rank) need recomputing
+        self._order_dirty = True
+        self._wcache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on change
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -335,24 +381,58 @@ class SearchIndex:
     def update(self, vault: Vault, change: LinkChange) -> None:
         """Bring the index up to date after `vault.update_file`/`remove_file` returned `change`.
 
-        Only the changed notes are re-tokenized (the expensive part); the arrays are then recomputed from
-        the cached term counts, because one note changes the IDF and the average length every weight
-        depends on: the result is exactly what a fresh `build` of the new vault gives. Notes in
-        `change.relinked` keep their tokens and get their new neighbours. The index is changed in place:
-        a caller that searches from other threads meanwhile should build a new index and swap it.
+        Only the changed notes are re-tokenized, and only their own postings change (milliseconds, not a
+        rebuild); statistics every weight depends on (IDF, average length, alias holders) are recomputed
+        from running totals before the next question, so the result is exactly what a fresh `build` of
+        the new vault gives. Notes in `change.relinked` keep their tokens and get their new neighbours.
+        The index is changed in place: a caller that searches from other threads meanwhile should build a
+        new index and swap it.
         """
-        for path in change.changed:
-            self._cache.pop(path, None)
-        self._rebuild(vault)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            notes = vault.notes
+            for path in sorted(change.changed):
+                self._set_note(vault, path, notes.get(path))
+            outgoing = getattr(vault, "outgoing", None)
+            for path in sorted(change.relinked):
+                slot = self._slot_of.get(path)
+                if slot is not None:
+                    self._docs[slot].out = _outgoing(outgoing, path)  # type: ignore[union-attr]
+            # Outside `change`: a note object replaced, or an id that changed because a same-named note
+            # appeared or left (the vault renames its neighbours). Cheap checks over every note.
+            for path, slot in list(self._slot_of.items()):
+                doc = self._docs[slot]
+                note = notes.get(path)
+                if note is doc.note:  # type: ignore[union-attr]
+                    new_id = note_id(note)
+                    if new_id != doc.id:  # type: ignore[union-attr]
+                        doc.id = new_id  # type: ignore[union-attr]
+                        self._order_dirty = True
+                elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:  # type: ignore[union-attr]
+                    self._set_note(vault, path, note)
+                else:
+                    doc.note = note  # type: ignore[union-attr]
+                    if note_id(note) != doc.id:  # type: ignore[union-attr]
+                        doc.id = note_id(note)  # type: ignore[union-attr]
+                        self._order_dirty = True
+        finally:
+            if enabled:
+                gc.enable()
+        self._stale = True
 
     @property
     def size(self) -> int:
         """Number of candidate (public, readable) notes."""
-        return len(self._docs)
+        return self._n
 
     @property
     def ids(self) -> list[str]:
-        return [d.id for d in self._docs]
+        """The candidates' ids, in id order."""
+        self._refresh()
+        live = [s for s, d in enumerate(self._docs) if d is not None]
+        live.sort(key=self._rank.__getitem__)
+        return [self._docs[s].id for s in live]  # type: ignore[union-attr]
 
     def _rebuild(self, vault: Vault) -> None:
         # Building allocates many small objects and frees few: the cyclic GC would rescan the vault's
@@ -365,114 +445,328 @@ class SearchIndex:
             if enabled:
                 gc.enable()
 
+    def _tids(self, terms: list[str]) -> list[int]:
+        """Term ids of `terms` (new terms get the next ids, in sorted order), by one C-level multi-get."""
+        if not terms:
+            return []
+        vocab = self._vocab
+        missing = set(terms).difference(vocab)
+        if missing:
+            for term in sorted(missing):
+                tid = len(self._terms)
+                vocab[term] = tid
+                self._terms.append(term)
+                if self._deletes is not None:
+                    self._index_term(tid)
+        if len(terms) == 1:
+            return [vocab[terms[0]]]
+        return list(itemgetter(*terms)(vocab))
+
     def _rebuild_now(self, vault: Vault) -> None:
-        docs: list[_Doc] = []
-        cache: dict[str, _Doc] = {}
+        self._reset()
+        read: list[tuple[_Doc, dict[str, float], list[str], list[int]]] = []
         for path in sorted(vault.notes):
             note = vault.notes[path]
             mode = _indexable(note)
-            if mode is False:
-                continue
-            doc = self._cache.get(path)
-            if doc is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
-                doc = _read_doc(note, mode is True, self._vocab)
-            else:
-                doc.note = note
-                doc.id = note_id(note)  # a new same-named file elsewhere can change a note's id
-            cache[path] = doc
-            docs.append(doc)
-        docs.sort(key=lambda d: (d.id, d.note.path))
-        self._docs = docs
-        self._cache = cache
-        self._by_path = {d.note.path: i for i, d in enumerate(docs)}
-        n = len(docs)
+            if mode is not False:
+                read.append(_read_doc(note, mode is True))
+        read.sort(key=lambda r: (r[0].id, r[0].note.path))
+        docs = [r[0] for r in read]
+        s_count = len(docs)
+        self._docs = list(docs)
+        self._slot_of = {d.note.path: i for i, d in enumerate(docs)}
+        self._n = s_count
 
-        # Term ids come from a vocabulary kept across updates (ids never change; a term no note holds
-        # any more just has no postings). Results never depend on the ids, only on the terms.
-        vocab = self._vocab
-        v = len(vocab)
-        if n:
-            t_arr = np.concatenate([d.tids for d in docs]).astype(np.int64)
-            f_arr = np.concatenate([d.tfield for d in docs]).astype(np.int64)
-            c_arr = np.concatenate([d.tcount for d in docs]).astype(np.float64)
-            d_arr = np.repeat(np.arange(n, dtype=np.int64), [d.tids.size for d in docs])
-        else:
-            t_arr = f_arr = d_arr = np.zeros(0, dtype=np.int64)
-            c_arr = np.zeros(0)
-
-        # BM25F: a per-note pseudo term frequency mixing the fields by weight; only the body is
-        # length-normalised (titles, aliases and labels are short by nature).
-        body = f_arr == _BODY
-        body_len = np.bincount(d_arr[body], weights=c_arr[body], minlength=n)
-        avg = float(body_len.mean()) if n else 1.0
-        norm = 1.0 / (1.0 - BM25_B + BM25_B * body_len / (avg or 1.0))
-        weights = np.asarray([FIELD_WEIGHTS[name] for name in _FIELDS])
-        pseudo = c_arr * weights[f_arr] * np.where(body, norm[d_arr] if n else 1.0, 1.0)
-        keys, inverse = np.unique(d_arr * max(v, 1) + t_arr, return_inverse=True)
-        pseudo = np.bincount(inverse, weights=pseudo)
-        p_doc = keys // max(v, 1)
-        p_term = keys % max(v, 1)
-        df = np.bincount(p_term, minlength=v)
-        self._df = df
-        self._terms = list(vocab)
-        self._deletes = None
-        self._corrections = {}
-        self._idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
-        sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
-        order = np.argsort(p_term, kind="stable")  # keys are sorted by note, so notes stay ascending
-        self._p_off = _csr(p_term, v)
-        self._p_doc = p_doc[order].astype(np.int32)
-        self._p_w = (sat * self._idf[p_term])[order]
+        # Every (term, note) entry of every field, then one sort groups them by term and note: the
+        # short fields' weighted frequencies and the body counts are summed per pair (exact sums).
+        tids: list[int] = []
+        fm_vals: list[float] = []
+        fm_sizes: list[int] = []
+        b_tids: list[int] = []
+        b_vals: list[int] = []
+        b_sizes: list[int] = []
+        for _doc, fm, body_tokens, body_counts in read:
+            if fm:
+                tids.extend(self._tids(list(fm)))
+                fm_vals.extend(fm.values())
+            fm_sizes.append(len(fm))
+            b_tids.extend(self._tids(body_tokens))
+            b_vals.extend(body_counts)
+            b_sizes.append(len(body_tokens))
+        v = len(self._terms)
+        t_arr = np.concatenate([np.asarray(tids, dtype=np.int64), np.asarray(b_tids, dtype=np.int64)])
+        slots = np.arange(s_count, dtype=np.int64)
+        s_arr = np.concatenate([np.repeat(slots, fm_sizes), np.repeat(slots, b_sizes)])
+        fm_arr = np.concatenate([np.asarray(fm_vals, dtype=np.float64), np.zeros(len(b_tids))])
+        b_arr = np.concatenate([np.zeros(len(tids)), np.asarray(b_vals, dtype=np.float64)])
+        keep = t_arr != 0  # "" (stop words)
+        if not keep.all():
+            t_arr, s_arr, fm_arr, b_arr = t_arr[keep], s_arr[keep], fm_arr[keep], b_arr[keep]
+        width = max(s_count, 1)
+        key = t_arr * width + s_arr
+        order = np.argsort(key)
+        key = key[order]
+        first = np.ones(key.size, dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        starts = np.flatnonzero(first)
+        key = key[starts]
+        p_fm = np.add.reduceat(fm_arr[order], starts) if starts.size else np.zeros(0)
+        p_body = np.add.reduceat(b_arr[order], starts) if starts.size else np.zeros(0)
+        del order, fm_arr, b_arr, t_arr, s_arr
+        p_term = key // width
+        p_slot = key % width
+        self._p_off = _csr(p_term, v + 1)
+        self._p_doc = p_slot.astype(np.int32)
+        self._p_fm = p_fm.astype(np.float32)  # multiples of 0.5: exact
+        self._p_body = p_body.astype(np.float32)  # counts: exact
+        self._dfg = _Grow(np.bincount(p_term, minlength=v), np.int64)
+        lens = np.bincount(p_slot, weights=p_body, minlength=s_count)
+        self._lens = _Grow(lens, np.float64)
+        self._total_len = float(lens.sum())
+        # The same pairs note by note (an update needs a note's terms to take it out of the postings).
+        by_doc = np.sort(p_slot * (v + 1) + p_term)
+        self._d_off = _csr(p_slot, s_count)
+        self._d_tid = (by_doc % (v + 1)).astype(np.int32)
+        del by_doc, key, p_term, p_slot
 
         # Phrases and their term index.
         ph_list = [p for d in docs for p in d.phrases]
+        sizes = [len(d.phrases) for d in docs]
         m = len(ph_list)
-        self._ph_list = ph_list
-        self._ph_doc = np.repeat(np.arange(n, dtype=np.int32), [len(d.phrases) for d in docs]) if n else np.zeros(0, dtype=np.int32)
-        self._ph_start = np.zeros(n + 1, dtype=np.int64)
-        if n:
-            np.cumsum([len(d.phrases) for d in docs], out=self._ph_start[1:])
-        self._ph_kind = np.asarray([p.kind for p in ph_list], dtype=np.int8)
-        self._ph_len = np.asarray([len(p.tokens) for p in ph_list], dtype=np.int32)
-        qt = np.concatenate([d.ph_tids for d in docs]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-        qp = np.repeat(np.arange(m, dtype=np.int64), self._ph_len)
-        self._ph_norm = np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)) if m else np.zeros(0)
-        order = np.argsort(qt, kind="stable")
-        self._q_off = _csr(qt, v)
-        self._q_phrase = qp[order].astype(np.int32)
-        # How many notes carry each alias (as a token set): a shared alias names none of them.
-        holders: Counter[tuple[str, ...]] = Counter()
-        for d in docs:
-            holders.update({p.tokens for p in d.phrases if p.kind == _K_ALIAS})
-        full_points = {_K_TITLE: TITLE_POINTS, _K_SLUG: SLUG_POINTS, _K_ALIAS: ALIAS_POINTS, _K_DOMAIN: DOMAIN_POINTS, _K_TAG: TAG_POINTS}
-        self._ph_full = np.asarray(
-            [full_points.get(p.kind, 0.0) / (holders[p.tokens] if p.kind == _K_ALIAS else 1) for p in ph_list],
-            dtype=np.float64,
-        )
-        self._ph_partial = np.asarray([TITLE_PARTIAL_POINTS if p.kind == _K_TITLE else 0.0 for p in ph_list], dtype=np.float64)
-        self._ph_answer = self._ph_kind == _K_ANSWER
-        self._ph_best_of = (self._ph_kind == _K_ALIAS) | self._ph_answer
-        self._ph_norm = np.maximum(self._ph_norm, 1e-12)
+        self._ph_list = list(ph_list)
+        self._ph_doc = _Grow(np.repeat(slots.astype(np.int32), sizes), np.int32)
+        ends = np.cumsum(sizes, dtype=np.int64) if s_count else np.zeros(0, dtype=np.int64)
+        self._ph_end = _Grow(ends, np.int64)
+        self._ph_beg = _Grow(ends - np.asarray(sizes, dtype=np.int64), np.int64)
+        self._ph_kind = _Grow([p.kind for p in ph_list], np.int8)
+        lengths = [len(p.tokens) for p in ph_list]
+        self._ph_len = _Grow(lengths, np.int32)
+        qt = np.asarray(self._tids([t for p in ph_list for t in p.tokens]), dtype=np.int64)
+        self._ph_tok = _Grow(qt, np.int32)
+        groups = self._groups
+        group_ids = [groups.setdefault(p.tokens, len(groups)) if p.kind == _K_ALIAS else -1 for p in ph_list]
+        self._ph_group = _Grow(group_ids, np.int32)
+        g = np.asarray(group_ids, dtype=np.int64)
+        self._group_count = _Grow(np.bincount(g[g >= 0], minlength=len(groups)), np.int64)
+        qp = np.repeat(np.arange(m, dtype=np.int64), lengths)
+        by_term = np.sort(qt * max(m, 1) + qp)
+        self._q_off = _csr(qt, len(self._terms) + 1)
+        self._q_phrase = (by_term % max(m, 1)).astype(np.int32)
+        if len(self._terms) > v:  # a phrase token that is in no field (cannot happen today): no posting
+            self._dfg.resize(len(self._terms))
 
-        bonus = np.zeros(n)
+        bonus = np.zeros(s_count)
         for i, d in enumerate(docs):
             if d.priority is not None:
                 bonus[i] += (max(1, min(10, d.priority)) - 5) * PRIORITY_STEP
             if d.is_moc:
                 bonus[i] += MOC_POINTS
-        self._bonus_if_scored = bonus
-
-        by_path = self._by_path
-        neighbours: list[tuple[int, ...]] = []
+        self._bonus = _Grow(bonus, np.float64)
         outgoing = getattr(vault, "outgoing", None)
         for d in docs:
-            try:
-                targets = outgoing(d.note.path) if outgoing else []
-            except Exception:  # a vault without a link graph: no expansion, never a crash
-                targets = []
-            neighbours.append(tuple(sorted({by_path[p] for p in targets if p in by_path and p != d.note.path})))
-        self._neighbours = neighbours
+            d.out = _outgoing(outgoing, d.note.path)
+        self._stale = True
+        self._order_dirty = True
+        self._refresh()
+
+    # -- incremental changes -------------------------------------------------------------------------
+    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        found = self._p_over.get(tid)
+        if found is not None:
+            return found
+        if tid + 1 < self._p_off.size:
+            a, b = int(self._p_off[tid]), int(self._p_off[tid + 1])
+            return self._p_doc[a:b], self._p_fm[a:b], self._p_body[a:b]
+        return _EMPTY_I, _EMPTY_F, _EMPTY_F
+
+    def _phrase_postings(self, tid: int) -> np.ndarray:
+        found = self._q_over.get(tid)
+        if found is not None:
+            return found
+        if tid + 1 < self._q_off.size:
+            return self._q_phrase[int(self._q_off[tid]) : int(self._q_off[tid + 1])]
+        return _EMPTY_I
+
+    def _doc_tids(self, slot: int) -> np.ndarray:
+        found = self._d_over.get(slot)
+        if found is not None:
+            return found
+        if slot + 1 < self._d_off.size:
+            return self._d_tid[int(self._d_off[slot]) : int(self._d_off[slot + 1])]
+        return _EMPTY_I
+
+    def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
+        """Take the note at `path` out of the index (if it was in) and put its new version in (if any)."""
+        old = self._slot_of.pop(path, None)
+        if old is not None:
+            self._remove(old)
+        mode = _indexable(note) if note is not None else False
+        if mode is not False:
+            self._insert(note, mode is True, getattr(vault, "outgoing", None))  # type: ignore[arg-type]
+
+    def _remove(self, slot: int) -> None:
+        doc = self._docs[slot]
+        assert doc is not None
+        # Its phrases first (their tokens are still in the vocabulary): out of the phrase postings.
+        beg, end = int(self._ph_beg.a[slot]), int(self._ph_end.a[slot])
+        vocab = self._vocab
+        for pid in range(beg, end):
+            phrase = self._ph_list[pid]
+            assert phrase is not None
+            for term in phrase.tokens:
+                tid = vocab[term]
+                ph = self._phrase_postings(tid)
+                lo, hi = np.searchsorted(ph, [beg, end]).tolist()
+                if hi > lo:
+                    self._q_over[tid] = np.concatenate([ph[:lo], ph[hi:]])
+            group = int(self._ph_group.a[pid])
+            if group >= 0:
+                self._group_count.a[group] -= 1
+            self._ph_list[pid] = None
+        df = self._dfg.a
+        for tid in self._doc_tids(slot).tolist():
+            docs, fm, body = self._postings(tid)
+            at = int(np.searchsorted(docs, slot))
+            self._p_over[tid] = (np.delete(docs, at), np.delete(fm, at), np.delete(body, at))
+            df[tid] -= 1
+            if df[tid] == 0:  # no note holds it any more: out of the vocabulary, as in a fresh build
+                del self._vocab[self._terms[tid]]
+        self._d_over[slot] = _EMPTY_I
+        self._ph_beg.a[slot] = self._ph_end.a[slot] = 0
+        self._total_len -= float(self._lens.a[slot])
+        self._lens.a[slot] = 0.0
+        self._bonus.a[slot] = 0.0
+        self._docs[slot] = None
+        self._free.append(slot)
+        self._n -= 1
+        self._order_dirty = True
+
+    def _insert(self, note: Note, full: bool, outgoing: Any) -> None:
+        doc, fm, body_tokens, body_counts = _read_doc(note, full)
+        if self._free:
+            self._free.sort()
+            slot = self._free.pop(0)
+        else:
+            slot = len(self._docs)
+            self._docs.append(None)
+            for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end):
+                arr.resize(slot + 1)
+        doc.out = _outgoing(outgoing, note.path)
+        # Per term of the note: weighted short-field frequency and body count (exact sums).
+        stats: dict[int, list[float]] = {}
+        for tid, value in zip(self._tids(list(fm)), fm.values()):
+            stats[tid] = [value, 0.0]
+        for tid, count in zip(self._tids(body_tokens), body_counts):
+            if tid:
+                entry = stats.get(tid)
+                if entry is None:
+                    stats[tid] = [0.0, float(count)]
+                else:
+                    entry[1] += count
+        self._dfg.resize(len(self._terms))
+        df = self._dfg.a
+        order = sorted(stats)
+        length = 0.0
+        for tid in order:
+            fm_value, count = stats[tid]
+            length += count
+            docs, fms, bodies = self._postings(tid)
+            at = int(np.searchsorted(docs, slot))
+            self._p_over[tid] = (np.insert(docs, at, slot), np.insert(fms, at, fm_value), np.insert(bodies, at, count))
+            df[tid] += 1
+        self._d_over[slot] = np.asarray(order, dtype=np.int32)
+        self._lens.a[slot] = length
+        self._total_len += length
+        bonus = 0.0
+        if doc.priority is not None:
+            bonus += (max(1, min(10, doc.priority)) - 5) * PRIORITY_STEP
+        if doc.is_moc:
+            bonus += MOC_POINTS
+        self._bonus.a[slot] = bonus
+        # Its phrases, appended (phrase ids only grow, so appending keeps every phrase posting sorted).
+        beg = len(self._ph_list)
+        for phrase in doc.phrases:
+            pid = len(self._ph_list)
+            self._ph_list.append(phrase)
+            tids = self._tids(list(phrase.tokens))
+            self._ph_tok.extend(tids)
+            for tid in tids:
+                self._q_over[tid] = np.append(self._phrase_postings(tid), np.int32(pid))
+            group = -1
+            if phrase.kind == _K_ALIAS:
+                group = self._groups.setdefault(phrase.tokens, len(self._groups))
+                self._group_count.resize(len(self._groups))
+                self._group_count.a[group] += 1
+            self._ph_group.extend([group])
+        self._ph_doc.extend([slot] * len(doc.phrases))
+        self._ph_kind.extend([p.kind for p in doc.phrases])
+        self._ph_len.extend([len(p.tokens) for p in doc.phrases])
+        self._ph_beg.a[slot] = beg
+        self._ph_end.a[slot] = len(self._ph_list)
+        self._dfg.resize(len(self._terms))
+        self._docs[slot] = doc
+        self._slot_of[note.path] = slot
+        self._n += 1
+        self._order_dirty = True
+
+    def _refresh(self) -> None:
+        """Recompute what depends on the whole vault (IDF, length norms, phrase weights, id order)."""
+        if not self._stale:
+            return
+        n = self._n
+        v = len(self._terms)
+        self._dfg.resize(v)
+        df = self._df = self._dfg.view()
+        self._idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
+        avg = self._total_len / n if n else 1.0
+        self._norm = 1.0 / (1.0 - BM25_B + BM25_B * self._lens.view() / (avg or 1.0))
+        m = len(self._ph_list)
+        lengths = self._ph_len.view()
+        qt = self._ph_tok.view()
+        qp = np.repeat(np.arange(m, dtype=np.int64), lengths)
+        self._ph_norm = np.maximum(np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)), 1e-12) if m else np.zeros(0)
+        kind = self._ph_kind.view().astype(np.int64)
+        group = self._ph_group.view()
+        holders = self._group_count.view()[np.maximum(group, 0)] if self._group_count.n else np.ones(m, dtype=np.int64)
+        divisor = np.where(group >= 0, np.maximum(holders, 1), 1)
+        self._ph_full = _FULL_BY_KIND[kind] / divisor
+        self._ph_partial = _PARTIAL_BY_KIND[kind]
+        self._ph_answer = kind == _K_ANSWER
+        self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
+        self._ph_doc_view = self._ph_doc.view()
+        self._ph_len_view = lengths
+        self._bonus_view = self._bonus.view()
+        if self._order_dirty:
+            live = sorted((d.id, d.note.path, s) for s, d in enumerate(self._docs) if d is not None)
+            rank = np.full(len(self._docs), len(self._docs), dtype=np.int64)
+            rank[[s for _i, _p, s in live]] = np.arange(len(live), dtype=np.int64)
+            self._rank = rank
+            self._order_dirty = False
+        self._wcache = {}
+        self._corrections = {}
+        self._stale = False
+
+    def _weights(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """The notes holding term `tid` and their BM25F weight times the term's IDF (cached until a change)."""
+        found = self._wcache.get(tid)
+        if found is None:
+            docs, fm, body = self._postings(tid)
+            # BM25F: a pseudo term frequency mixing the fields by weight; only the body is
+            # length-normalised (titles, aliases and labels are short by nature).
+            pseudo = fm + body * self._norm[docs]
+            sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
+            found = (docs, sat * self._idf[tid])
+            if len(self._wcache) >= 4096:
+                self._wcache.clear()
+            self._wcache[tid] = found
+        return found
+
+    def _neighbours(self, slot: int) -> list[int]:
+        doc = self._docs[slot]
+        assert doc is not None
+        slot_of = self._slot_of
+        return [slot_of[p] for p in doc.out if p in slot_of and p != doc.note.path]
 
     # -- spelling -------------------------------------------------------------------------------------
     def _correct(self, token: str) -> str | None:
@@ -490,27 +784,40 @@ class SearchIndex:
             self._corrections[token] = fixed
         return fixed
 
+    def _index_term(self, tid: int) -> None:
+        """Add one term to the spelling structures (kept up to date once built)."""
+        term = self._terms[tid]
+        if len(term) >= FUZZY_MIN - 1:
+            for variant in sorted(_deletions(term) | {term}):
+                self._deletes.setdefault(variant, []).append(tid)  # type: ignore[union-attr]
+        bisect.insort(self._sorted_terms, (term, tid))
+
+    def _live(self, tid: int) -> bool:
+        """A term id some note holds (ids of terms that left the vocabulary stay in the spelling index)."""
+        return self._vocab.get(self._terms[tid]) == tid and tid != 0
+
     def _correct_uncached(self, token: str) -> str | None:
         if len(token) < FUZZY_MIN or token.isdigit():
             return None
         if self._deletes is None:
             deletes: dict[str, list[int]] = {}
-            for tid, term in enumerate(self._terms):
-                if len(term) >= FUZZY_MIN - 1 and self._df[tid] > 0:
+            for term, tid in self._vocab.items():
+                if len(term) >= FUZZY_MIN - 1 and tid:
                     for variant in _deletions(term) | {term}:
                         deletes.setdefault(variant, []).append(tid)
             self._deletes = deletes
-            self._sorted_terms = sorted((term, tid) for tid, term in enumerate(self._terms) if self._df[tid] > 0)
+            self._sorted_terms = sorted((term, tid) for term, tid in self._vocab.items() if tid)
         candidates: set[int] = set()
         for variant in _deletions(token) | {token}:
             for tid in self._deletes.get(variant, ()):
-                if _one_edit(token, self._terms[tid]):
+                if self._live(tid) and _one_edit(token, self._terms[tid]):
                     candidates.add(tid)
         if not candidates and len(token) >= FUZZY_PREFIX_MIN:
             ordered = self._sorted_terms
             at = bisect.bisect_left(ordered, (token, -1))
             while at < len(ordered) and ordered[at][0].startswith(token):
-                candidates.add(ordered[at][1])
+                if self._live(ordered[at][1]):
+                    candidates.add(ordered[at][1])
                 at += 1
         if not candidates:
             return None
@@ -523,7 +830,9 @@ class SearchIndex:
         k = self.config.top_k if top_k is None else top_k
         tokens = tuple(tokenize(query))
         unique = sorted(set(tokens))
-        n = len(self._docs)
+        self._refresh()
+        n = self._n  # notes
+        slots = len(self._docs)  # array sizes (a free slot scores nothing)
         if not unique or n == 0 or k <= 0:
             return SearchResult(query, tokens, [], False, {"tokens": list(tokens), "candidates": 0, "elapsed_ms": _ms(started)})
 
@@ -542,7 +851,8 @@ class SearchIndex:
         soft: dict[str, tuple[float, float, str]] = {}
         for t, fixed in sorted(corrected.items()):
             soft.setdefault(fixed, (CORRECTION_WEIGHT, CORRECTION_EVIDENCE, t))
-        for e in _lexicon.expand(originals, vocab):
+        common = {t for t in originals if t in vocab and self._df[vocab[t]] > EXPAND_MAX_DF * n}
+        for e in _lexicon.expand(originals, vocab, keep=common):
             soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))
         soft = {t: v for t, v in soft.items() if t not in originals}
         if soft:
@@ -558,31 +868,30 @@ class SearchIndex:
         factor = np.asarray([1.0 if tid in exact else soft[t][0] for t, tid in zip(known_terms, known)]) if known else np.zeros(0)
 
         # BM25F and coverage (IDF mass of the question found in each note), one pass over the postings.
-        scores = np.zeros(n)
+        scores = np.zeros(slots)
         bm25 = scores
         covered = scores
         evidence_bm25 = scores
         best_bm25 = 0.0
         if known:
-            starts = self._p_off[known]
-            ends = self._p_off[np.asarray(known) + 1]
-            lengths = ends - starts
+            parts = [self._weights(tid) for tid in known]
+            lengths = np.asarray([len(part[0]) for part in parts], dtype=np.int64)
             if len(known) == 1:
-                doc_ids = self._p_doc[starts[0] : ends[0]]
-                w = self._p_w[starts[0] : ends[0]]
+                doc_ids, w = parts[0]
             else:
-                doc_ids = np.concatenate([self._p_doc[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
-                w = np.concatenate([self._p_w[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
-            if corrected:
-                scale = np.repeat(factor, lengths)
-                true_w = np.where(scale == 1.0, w, w * CORRECTION_EVIDENCE)
-                evidence_bm25 = np.bincount(doc_ids, weights=true_w, minlength=n)
-                w = w * scale
-                covered = np.bincount(doc_ids, weights=np.repeat(np.where(factor == 1.0, idf_known, 0.0), lengths), minlength=n)
-            bm25 = np.bincount(doc_ids, weights=w, minlength=n)
-            if not corrected:
+                doc_ids = np.concatenate([part[0] for part in parts])
+                w = np.concatenate([part[1] for part in parts])
+            if soft:  # lexicon hook: soft terms rank at their weight, count as evidence once per word
+                is_exact = np.asarray([tid in exact for tid in known])
+                groups = sorted({v[2] for v in soft.values()})
+                group = np.asarray([-1 if e else groups.index(soft[t][2]) for t, e in zip(known_terms, is_exact)])
+                ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
+                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots)
+                covered = np.bincount(doc_ids, weights=np.repeat(np.where(is_exact, idf_known, 0.0), lengths), minlength=slots)
+            else:
+                bm25 = np.bincount(doc_ids, weights=w, minlength=slots)
                 evidence_bm25 = bm25
-                covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=n)
+                covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=slots)
             best_bm25 = float(bm25.max())
             if best_bm25 > 0:
                 scores = bm25 * (BM25_POINTS / best_bm25)
@@ -590,16 +899,15 @@ class SearchIndex:
 
         # Phrase signals, vectorized over the phrases that share a token with the question.
         if known:
-            q_starts = self._q_off[known]
-            q_ends = self._q_off[np.asarray(known) + 1]
-            q_len = q_ends - q_starts
-            ph = np.concatenate([self._q_phrase[a:b] for a, b in zip(q_starts.tolist(), q_ends.tolist())])
+            q_parts = [self._phrase_postings(tid) for tid in known]
+            q_len = np.asarray([part.size for part in q_parts], dtype=np.int64)
+            ph = np.concatenate(q_parts) if len(q_parts) > 1 else q_parts[0]
         else:
             ph = np.zeros(0, dtype=np.int32)
         matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if ph.size:
             idf_rep = np.repeat(idf_known * factor, q_len)
-            m = self._ph_len.size
+            m = len(self._ph_list)
             if m <= _DENSE_PHRASES:  # small vault: dense counts are fewer operations than a sort
                 inside = np.bincount(ph, weights=idf_rep, minlength=m)
                 touched = np.flatnonzero(inside)
@@ -611,7 +919,7 @@ class SearchIndex:
                 hits = np.bincount(inverse)
                 inside = np.bincount(inverse, weights=idf_rep)
                 squares = np.bincount(inverse, weights=idf_rep * idf_rep)
-            full = hits == self._ph_len[touched]
+            full = hits == self._ph_len_view[touched]
             share = inside / mass
             # Per phrase: its points when every token is in the question (title, slug, alias / holders,
             # labels), when only some are (title only), and for a sample question its similarity.
@@ -620,27 +928,27 @@ class SearchIndex:
             if answer.any():
                 sim = squares / (q_norm * self._ph_norm[touched])
                 points = np.where(answer & (sim >= ANSWERS_MIN), ANSWERS_POINTS * sim, points)
-            owner = self._ph_doc[touched]
+            owner = self._ph_doc_view[touched]
             matched = (touched, owner, full, points)
             # One alias and one sample question count per note (the best); title, slug and labels add up.
             best_of = self._ph_best_of[touched]
             if best_of.any():
-                add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=n).astype(np.float64)
+                add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=slots).astype(np.float64)
                 # The best alias and the best sample question of each note: one max over (note, group).
                 slot = owner[best_of].astype(np.int64) * 2 + self._ph_answer[touched[best_of]]
-                top2 = np.zeros(2 * n)
+                top2 = np.zeros(2 * slots)
                 np.maximum.at(top2, slot, points[best_of])
                 add += top2[0::2] + top2[1::2]
             else:
-                add = np.bincount(owner, weights=points, minlength=n)
+                add = np.bincount(owner, weights=points, minlength=slots)
             scores = scores + add
         scored = scores > 0
-        scores = scores + np.where(scored, self._bonus_if_scored, 0.0)
+        scores = scores + np.where(scored, self._bonus_view, 0.0)
         scores[scored & (scores <= 0)] = 1e-6  # a matching note with a low priority is still a candidate
 
         direct = scores
         candidates = int(np.count_nonzero(scored))
-        seeds = [i for i in _top(direct, GRAPH_SEEDS) if direct[i] > 0]
+        seeds = [i for i in _top(direct, GRAPH_SEEDS, self._rank) if direct[i] > 0]
 
         # Graph: a neighbour of a seed is lifted to a share of the seed's score (never above its seed),
         # and strictly below every note that really matches the question.
@@ -649,7 +957,7 @@ class SearchIndex:
         ceiling = math.nextafter(float(real.min()), 0.0) if real.size else math.inf
         seed_set = set(seeds)
         for s in seeds:
-            for nb in self._neighbours[s]:
+            for nb in self._neighbours(s):
                 if nb in seed_set:
                     continue
                 value = min(GRAPH_SHARE * float(direct[s]), ceiling)
@@ -659,7 +967,7 @@ class SearchIndex:
         for nb, (value, _seed) in lifted.items():
             final[nb] = value
 
-        top = [i for i in _top(final, k) if final[i] > 0]
+        top = [i for i in _top(final, k, self._rank) if final[i] > 0]
         phrase_reasons = self._reasons(matched, top)
         hits_out: list[Hit] = []
         for i in top:
@@ -710,8 +1018,8 @@ class SearchIndex:
         best: dict[tuple[int, int], tuple[float, int]] = {}
         parts: dict[int, list[list[str]]] = {}
         # Phrases are numbered note after note, and `touched` is sorted: a note's entries are one run.
-        bounds = np.searchsorted(touched, self._ph_start[np.asarray(top)], side="left").tolist()
-        ends = np.searchsorted(touched, self._ph_start[np.asarray(top) + 1], side="left").tolist()
+        bounds = np.searchsorted(touched, self._ph_beg.a[np.asarray(top)], side="left").tolist()
+        ends = np.searchsorted(touched, self._ph_end.a[np.asarray(top)], side="left").tolist()
         selected = [j for lo, hi in zip(bounds, ends) for j in range(lo, hi)]
         for j in selected:
             i = int(owner[j])
@@ -777,8 +1085,8 @@ def _ms(started: float) -> float:
 _DENSE_PHRASES = 20_000
 
 
-def _top(scores: np.ndarray, k: int) -> list[int]:
-    """Indices of the k best scores, best first, ties by index (= by id, since notes are in id order).
+def _top(scores: np.ndarray, k: int, rank: np.ndarray) -> list[int]:
+    """Slots of the k best scores, best first, ties by `rank` (the notes' id order).
 
     Every note scoring at least the k-th best value is kept before sorting, so a tie at the boundary is
     broken by id too, never by the partition's internal order."""
@@ -786,7 +1094,7 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     if n == 0 or k <= 0:
         return []
     if n <= 4096:  # a full sort of a small array is one call
-        order = np.lexsort((np.arange(n), -scores))
+        order = np.lexsort((rank, -scores))
         return order[:k].tolist()
     if k < n:
         kth = np.partition(scores, n - k)[n - k]
@@ -794,5 +1102,5 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     else:
         pool = np.arange(n)
     pool_scores = scores[pool]
-    order = np.lexsort((pool, -pool_scores))
+    order = np.lexsort((rank[pool], -pool_scores))
     return [int(pool[j]) for j in order[:k]]

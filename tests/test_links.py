@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from grasbot.frontmatter import parse_text
 from grasbot.links import (
     AnchorTable,
@@ -268,3 +273,22 @@ def test_alias_hint_for_broken_links() -> None:
     # an alias never makes a link resolve, even when the alias equals a missing file name
     r.remove_aliases("Real Name.md", ["Short", "Nick"])
     assert _resolve(r, "[[Short]]").alias_of is None
+
+
+# The markdown-link pattern as first written (a per-character alternation): the faster one in
+# grasbot.links (possessive runs) must match exactly the same links.
+_MD_REFERENCE = re.compile(
+    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()<>]|\([^\s()]*\))+))"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+_MD_BITS = ["[", "]", "(", ")", "<", ">", "a", " ", "\t", "\n", '"', "'", "x.md", "#h", "%20", "[t]", "(u)", "é"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_MD_BITS), max_size=30).map("".join))
+def test_markdown_pattern_matches_the_reference(text: str) -> None:
+    from grasbot.links import _MD_RE
+
+    expected = [(m.span(), m.groups()) for m in _MD_REFERENCE.finditer(text)]
+    assert [(m.span(), m.groups()) for m in _MD_RE.finditer(text)] == expected

@@ -313,3 +313,69 @@ def test_question_set_on_the_real_grasbot_vault() -> None:
     assert summary["hit@1"] >= 0.85
     assert summary["hit@5"] >= 0.95
     assert summary["offtopic_rejected"] >= 0.9
+
+
+def _full_snapshot(index: SearchIndex, questions: list[str]) -> list:
+    """Everything a question returns, except the timing."""
+    out = []
+    for q in questions:
+        r = index.search(q, top_k=8)
+        stats = {k: v for k, v in r.stats.items() if k != "elapsed_ms"}
+        out.append((q, r.grounded, stats, [(h.id, h.score, h.reasons, h.direct, h.coverage) for h in r.hits]))
+    return out
+
+
+def test_random_edits_deletes_and_creates_keep_the_index_equal_to_a_fresh_build(sample_vault_copy: Path) -> None:
+    """Incremental `update` after each random change (body words added and removed, aliases shared with
+    another note, a note made private, same-named notes created, notes deleted, links added) answers
+    exactly as `SearchIndex.build` on the vault as it now is."""
+    root = sample_vault_copy
+    rng = random.Random(20261129)
+    vault = Vault.load(root)
+    index = SearchIndex.build(vault)
+    words = ["voilier", "kayak", "compilateur", "jardin", "pile", "réseau", "sécurité", "python", "docker", "tomates"]
+    questions = ["voilier kayak", "compilateur python", "Parle-moi de docker", "jardin potager", "securite reseau", "voiliers", "kayac", "projets", "Quel temps fait-il demain ?"]
+    notes = sorted(p for p in root.rglob("*.md") if p.name != "README.md")
+    questions += [p.stem.replace("-", " ") for p in rng.sample(notes, 6)]
+    created = 0
+    made: list[str] = []
+    actions = []
+    plan = ["body", "body", "alias", "private", "create", "create", "delete", "link"] * 4
+    rng.shuffle(plan)
+    for step, action in enumerate(plan):
+        notes = sorted(p for p in root.rglob("*.md"))
+        target = rng.choice(notes)
+        text = target.read_text(encoding="utf-8")
+        if action == "body":  # add some words, drop a line
+            lines = text.splitlines()
+            if len(lines) > 8:
+                del lines[rng.randrange(len(lines) // 2, len(lines))]
+            lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))))
+            target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        elif action == "alias" and text.startswith("---\n"):  # an alias another note may hold too
+            target.write_text(text.replace("---\n", f"---\naliases: [{rng.choice(words)}]\n", 1) if "aliases:" not in text else text.replace("aliases:", f"aliases:\n  - {rng.choice(words)}", 1), encoding="utf-8")
+        elif action == "private" and "visibility: public" in text:
+            target.write_text(text.replace("visibility: public", "visibility: private"), encoding="utf-8")
+        elif action == "create":  # sometimes the same file name as an existing note (ids change)
+            created += 1
+            # A file name already used: the vault renames the other note's id (no slug: id = name).
+            name = rng.choice([target.stem, *made]) if rng.random() < 0.5 else f"nouvelle-{created}"
+            made.append(name)
+            folder = root / rng.choice(["", "10-Projets", "Divers"])
+            folder.mkdir(exist_ok=True)
+            target = folder / f"{name}.md"
+            if target.exists():
+                target = folder / f"{name}-{created}.md"
+            link = f"[[{rng.choice(notes).stem}]]"
+            target.write_text(f"---\ntitle: Note {created} {rng.choice(words)}\nvisibility: public\n---\n{' '.join(rng.choices(words, k=5))} {link}\n", encoding="utf-8")
+        elif action == "delete":
+            target.unlink()
+        else:  # a new link in the body (the graph)
+            target.write_text(text + f"\nVoir [[{rng.choice(notes).stem}]].\n", encoding="utf-8")
+        change = vault.remove_file(target) if not target.exists() else vault.update_file(target)
+        actions.append(action)
+        index.update(vault, change)
+        fresh = SearchIndex.build(Vault.load(root))
+        assert index.ids == fresh.ids, f"step {step} ({action} {target.name})"
+        assert _full_snapshot(index, questions) == _full_snapshot(fresh, questions), f"step {step} ({action} {target.name})"
+    assert {"body", "alias", "private", "create", "delete", "link"} <= set(actions)

@@ -491,3 +491,24 @@ async def test_every_action_is_in_the_command_palette(vault: Path) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), "palette closed")
         await wait_for(pilot, lambda: screen.query_one("#tabs").active == "tab-summary", "summary tab")
+
+
+async def test_filtered_tree_gains_new_matches_and_keeps_what_it_shows(vault: Path) -> None:
+    app = app_for(vault)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        tree = screen.query_one(NoteTree)
+        screen.query_one("#filter", Input).value = "has:fix"
+        screen._apply_filter()
+        assert tree.shown == [METEO]
+        await select(pilot, METEO)
+        # the shown note gets fixed and a hidden one gets a fixable problem (saved behind the app's back)
+        text = (vault / METEO).read_text(encoding="utf-8")
+        (vault / METEO).write_text(text.replace("tags: docker", "tags: [docker]").replace('"6"', "6")
+                                   .replace("aliases: station météo", "aliases: [station météo]"), encoding="utf-8")
+        robot = (vault / ROBOT).read_text(encoding="utf-8")
+        (vault / ROBOT).write_text(robot.replace("priority: 6", 'priority: "6"'), encoding="utf-8")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: ROBOT in tree.shown, "the new match in the tree")
+        assert METEO in tree.shown and row(app, METEO).fixable == 0  # still there, under the cursor
+        assert screen.current == METEO and tree.current_path == METEO

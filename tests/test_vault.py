@@ -353,3 +353,83 @@ def test_vault_problems_are_refreshed_by_updates(tmp_path: Path) -> None:
     vault.update_file("link.md")  # the link now points at a real note
     assert vault.problems == []
     assert set(vault.notes) == {"later.md", "link.md"}
+
+
+# -- compact storage ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "---\ntitle: Été — x\ntags: [a, b]\naliases:\n  - un\n---\n# Titre\nCorps ’ [[b]]\n".encode(),
+        b"\xef\xbb\xbf---\ntitle: bom\n---\nbody [[b]]\n",
+        b"---\ntitle: bad \xff byte\n---\nbody\n",
+        b"no frontmatter \xe2\x80\x94 [[b]]\n",
+        b"---\nk: &a x\nl: *a\ntags: solo\n---\nbody\n",
+        b"",
+    ],
+)
+def test_note_storage_gives_back_what_was_read(raw: bytes) -> None:
+    """Text, body, digest and positions read from a note equal what the parser gives for the same bytes,
+    whatever the note keeps internally (bytes or str, positions computed on first access)."""
+    import hashlib
+
+    from grasbot.frontmatter import parse_bytes
+    from grasbot.vault import read_note
+
+    parsed = parse_bytes(raw, "n.md")
+    note = read_note("n.md", raw)
+    assert note.text == parsed.text
+    assert note.body == parsed.body
+    assert note.text.endswith(note.body)
+    assert note.digest == hashlib.blake2b(raw, digest_size=16).hexdigest()
+    assert note.key_positions == parsed.key_positions
+    assert note.item_positions == parsed.item_positions
+    assert note.meta == parsed.meta
+
+
+def test_note_built_by_hand_keeps_its_fields() -> None:
+    from grasbot.notes import Note
+
+    note = Note(path="a.md", text="---\nx: 1\n---\nbody", meta={"x": 1}, body="body", body_line=4, has_frontmatter=True)
+    assert (note.text, note.body, note.digest, note.key_positions, note.links) == ("---\nx: 1\n---\nbody", "body", "", {}, [])
+    other = Note("b.md", "text", {}, "unrelated body", 1, False)  # a body that is not the tail of the text
+    assert (other.text, other.body) == ("text", "unrelated body")
+    other.text = "new text"
+    assert (other.text, other.body) == ("new text", "unrelated body")
+    assert note != other and note == Note(path="a.md", text="---\nx: 1\n---\nbody", meta={"x": 1}, body="body", body_line=4, has_frontmatter=True)
+
+
+def test_dropping_a_vault_unfreezes_the_collector(tmp_path: Path) -> None:
+    """Vault.load freezes the collector's view of the heap (speed); dropping the vault must undo it, or a
+    process that reloads its vault would keep every frozen garbage cycle forever."""
+    import gc
+
+    _write(tmp_path, "a.md", "---\ntitle: a\n---\n[[b]]\n")
+    _write(tmp_path, "b.md", "b\n")
+    vault = Vault.load(tmp_path)
+    assert gc.get_freeze_count() > 0
+    cycle: list[object] = []
+    cycle.append(cycle)  # garbage created while frozen is collectable once unfrozen
+    del vault
+    assert gc.get_freeze_count() == 0
+
+
+def test_indexes_stay_right_through_updates_after_a_load(tmp_path: Path) -> None:
+    """After a load the reverse indexes are compact tuples; updates turn them back into sets."""
+    _write(tmp_path, "a.md", "[[c]] [[b]]\n")
+    _write(tmp_path, "b.md", "[[c]]\n")
+    _write(tmp_path, "c.md", "# H\n")
+    vault = Vault.load(tmp_path)
+    assert vault.incoming("c.md") == ["a.md", "b.md"]
+    _write(tmp_path, "b.md", "nothing\n")
+    vault.update_file("b.md")
+    assert vault.incoming("c.md") == ["a.md"]
+    (tmp_path / "c.md").unlink()
+    change = vault.remove_file("c.md")
+    assert change.relinked == {"a.md"}
+    assert [r.status for r in vault.resolutions("a.md")] == [LinkStatus.BROKEN, LinkStatus.OK]
+    _write(tmp_path, "c.md", "# H\n")
+    assert vault.update_file("c.md").relinked == {"a.md"}
+    assert vault.incoming("c.md") == ["a.md"]
+    assert [r.target_path for r in vault.resolutions("a.md")] == ["c.md", "b.md"]

@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from vaulttools import __version__
@@ -46,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: one clear line, the traceback only on request
         if os.environ.get("VAULTTOOLS_DEBUG"):
+            import traceback  # only here: every command's start-up stays lighter
+
             traceback.print_exc()
         print(
             f"vaulttools {args.command}: internal error: {type(exc).__name__}: {exc} "

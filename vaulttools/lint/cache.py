@@ -47,7 +47,6 @@ import marshal
 import mmap
 import os
 import sys
-import tempfile
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
@@ -59,6 +58,10 @@ from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 __all__ = ["LintCache", "cache_dir"]
 
 _FILE = "lint.bin"
+#: Beside it: what incremental runs changed since it was written (see `LintCache.save`).
+_DELTA_FILE = "lint.delta"
+#: Past this many changed entries the whole cache is written again (the delta is re-read on every run).
+DELTA_MAX = 500
 #: First bytes of the cache file; a file without them (damaged, another program's) is ignored and rewritten.
 _MAGIC = b"vaulttools-lint-cache\n"
 #: Bump when the stored layout changes (part of the key: an older cache is ignored, then rewritten).
@@ -282,12 +285,36 @@ class LintCache:
         self.key = key
         self.root = root
         self.snapshot: dict[str, Any] | None = None
-        self.dirty = False
+        self._dirty = False  # changed in ways the delta file can hold (see `save`)
+        self._full_dirty = False  # changed in any other way: the whole file is rewritten
+        self._base: tuple[int, int] | None = None  # (size, mtime_ns) of the main file the snapshot came from
+        self._delta: dict[str, dict] = _new_delta()  # what changed since that file was written
         self.hits = 0
         self.misses = 0
         self.mode = "full"  # how the last run was answered: "unchanged", "incremental" or "full"
         self._counts: tuple[int, int, int] | None = None  # (errors, warnings, fixable) of an answered run
         self._recorded: Any = None  # the result `record` stored
+
+    @property
+    def dirty(self) -> bool:
+        """Whether `save` has something to write. Setting it marks the whole snapshot as changed."""
+        return self._dirty or self._full_dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        self._full_dirty = bool(value)
+        if not value:
+            self._dirty = False
+
+    def _changed(self, stats: str | None = None, note: str | None = None, part: tuple[str, bytes | None] | None = None) -> None:
+        """Remember a change the delta file can hold: one file's stat, one note's entry, one report part."""
+        if stats is not None:
+            self._delta["stats"][stats] = self.snapshot["stats"][stats]  # type: ignore[index]
+        if note is not None:
+            self._delta["notes"][note] = self.snapshot["notes"][note]  # type: ignore[index]
+        if part is not None:
+            self._delta["parts"][part[0]] = part[1]
+        self._dirty = True
 
     @classmethod
     def open(cls, root: Path, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> LintCache:
@@ -304,12 +331,59 @@ class LintCache:
                         config.digest(), (today or _dt.date.today()).isoformat()])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
-            data = _read(cache.file)
+            data, base = _read(cache.file)
             if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("snapshot"), dict):
                 cache.snapshot = data["snapshot"]
+                cache._base = base
         except (OSError, ValueError, EOFError, TypeError):
             pass
+        if cache.snapshot is not None:
+            try:
+                cache._apply_delta()
+            except Exception:  # a damaged delta: the main file alone is stale, so start empty
+                cache.snapshot = None
+                cache._base = None
+                cache._delta = _new_delta()
         return cache
+
+    def _delta_file(self) -> Path:
+        assert self.file is not None
+        return self.file.with_name(_DELTA_FILE)
+
+    def _apply_delta(self) -> None:
+        """Apply the delta file written by incremental runs since the main file, when it belongs to that file."""
+        try:
+            delta, _ = _read(self._delta_file())
+        except FileNotFoundError:
+            return
+        if not (isinstance(delta, dict) and delta.get("key") == self.key and delta.get("base") == self._base):
+            return  # another main file's delta (or none of ours): ignored, replaced by the next write
+        snap = self.snapshot
+        assert snap is not None
+        for name in ("stats", "notes", "parts"):
+            if not isinstance(delta.get(name), dict):
+                raise ValueError("damaged delta")
+        snap["stats"].update(delta["stats"])
+        notes = snap["notes"]
+        for path, entry in delta["notes"].items():
+            if path not in notes:
+                raise ValueError("damaged delta")
+            notes[path] = entry
+        stored = snap.get("report")
+        if delta["parts"]:
+            if not stored:
+                raise ValueError("damaged delta")
+            parts = stored[2]
+            added = False
+            for path, part in delta["parts"].items():
+                if part is None:
+                    parts.pop(path, None)
+                else:
+                    added = added or path not in parts
+                    parts[path] = part
+            if added:  # keep the parts in path order, as the report lists them
+                snap["report"] = (stored[0], stored[1], {p: parts[p] for p in notes if p in parts})
+        self._delta = {name: dict(delta[name]) for name in ("stats", "notes", "parts")}
 
     # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
@@ -366,7 +440,7 @@ class LintCache:
         }
         self._counts = None
         self._recorded = result
-        self.dirty = True
+        self._full_dirty = True
 
     def answer(self, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> bool:
         """Bring the stored findings up to date without loading the vault, when they can be reused (sets
@@ -439,7 +513,7 @@ class LintCache:
             if parts is None:
                 return None
             snap["report"] = (fmt, prefix, parts)
-            self.dirty = True
+            self._full_dirty = True
         if result is not None:
             totals = Totals.of(result)
         else:
@@ -495,7 +569,7 @@ class LintCache:
             note = read_note(rel, raw)
             if note.digest == entry[0]:
                 old_stats[rel] = sig  # touched, not changed
-                self.dirty = True
+                self._changed(stats=rel)
                 continue
             if exports(note) != marshal.loads(entry[1]):
                 return False
@@ -532,6 +606,7 @@ class LintCache:
             kept = sorted((d for d in found if _keep(d, config, suppressed)), key=lambda d: d.sort_key)
             entry = snap["notes"][path]
             snap["notes"][path] = _entry(note.digest, entry[1], kept)
+            self._changed(note=path)
             if stored:
                 from vaulttools.lint.formats import note_part
 
@@ -544,39 +619,67 @@ class LintCache:
                     parts[path] = part
                 else:
                     parts.pop(path, None)
+                self._changed(part=(path, part or None))
         for path in changed:
             snap["stats"][path] = _stat_sig(self.root / path)
-        self.dirty = True
+            self._changed(stats=path)
 
     def save(self) -> None:
-        """Write the cache atomically (temporary file + rename), only when it changed; errors are ignored."""
+        """Write what changed, atomically (temporary file + rename), only when something did; errors are ignored.
+
+        An incremental run changes a few notes' entries: those go to a small delta file beside the main one
+        (applied when the cache is opened, as long as the main file is the one it was written against), so
+        that saving one edit does not rewrite 30 MB. Past `DELTA_MAX` changed entries, or after any other
+        change, the whole cache is written again and the delta file removed."""
         if self.file is None or not self.dirty or self.snapshot is None:
             return
         if not os.environ.get("VAULTTOOLS_CACHE_DIR") and _read_only(self.root):
             return  # a vault folder without write permission is read-only on purpose, even for root
         folder = self.file.parent
-        tmp = None
+        small = len(self._delta["notes"]) + len(self._delta["stats"]) <= DELTA_MAX
         try:
             folder.mkdir(parents=True, exist_ok=True)
             ignore = folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# created by vaulttools lint\n*\n", encoding="utf-8")
-            data = marshal.dumps({"key": self.key, "snapshot": self.snapshot})
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lint.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(_MAGIC)
-                handle.write(data)
-            os.replace(tmp, self.file)
-            tmp = None
-            self.dirty = False
+            if not self._full_dirty and self._base is not None and small:
+                _write(self._delta_file(), {"key": self.key, "base": self._base, **self._delta})
+            else:
+                self._base = _write(self.file, {"key": self.key, "snapshot": self.snapshot})
+                self._delta = _new_delta()
+                try:
+                    self._delta_file().unlink()
+                except FileNotFoundError:
+                    pass
+            self._dirty = self._full_dirty = False
         except (OSError, ValueError):
             pass
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+
+
+def _new_delta() -> dict[str, dict]:
+    return {"stats": {}, "notes": {}, "parts": {}}
+
+
+def _write(file: Path, data: Any) -> tuple[int, int]:
+    """Write `data` (magic line + marshal) to `file` atomically; returns its (size, mtime_ns)."""
+    import tempfile  # only when writing: a run answered without change imports nothing more
+
+    blob = marshal.dumps(data)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".lint.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(_MAGIC)
+            handle.write(blob)
+            handle.flush()
+            st = os.fstat(handle.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return (st.st_size, st.st_mtime_ns)
 
 
 def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
@@ -594,20 +697,23 @@ def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
     return (digest, exports_blob, marshal.dumps(tuple(_encode(d) for d in diagnostics)), errors, warnings, fixable)
 
 
-def _read(file: Path) -> Any:
-    """The object stored in a cache file, or None when it does not start with the magic line. Mapped rather than
-    read: the 30 MB of a 10k-note vault's cache are decoded without first being copied."""
+def _read(file: Path) -> tuple[Any, tuple[int, int]]:
+    """(the object stored in a cache file or None when it does not start with the magic line, the file's (size,
+    mtime_ns)). Mapped rather than read: the 30 MB of a 10k-note vault's cache are decoded without first being
+    copied."""
     with open(file, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        sig = (st.st_size, st.st_mtime_ns)
         try:
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):  # empty, or a file system without mmap
             raw = handle.read()
-            return marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None
+            return (marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None), sig
     with mapped:
         if mapped[: len(_MAGIC)] != _MAGIC:
-            return None
+            return None, sig
         with memoryview(mapped) as view, view[len(_MAGIC):] as body:
-            return marshal.loads(body)
+            return marshal.loads(body), sig
 
 
 def _read_only(root: Path) -> bool:

@@ -178,6 +178,19 @@ def _opener(url: str) -> list[str] | None:
     return None
 
 
+class _VaultSnapshot:
+    """What `SearchIndex.build` reads of a vault (its notes and their outgoing links), copied under the
+    live lock so the (seconds-long) build of a big vault's index does not hold the watcher back."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.root = vault.root
+        self.notes = dict(vault.notes)  # Note objects are replaced on update, never mutated
+        self._out = {path: vault.outgoing(path) for path in self.notes}
+
+    def outgoing(self, path: str) -> list[str]:
+        return self._out.get(path, [])
+
+
 def _freeze_heap() -> None:
     """Move everything alive now (the vault, the index, the diagnostics: millions of objects on a big
     vault) out of the garbage collector's sight. Otherwise every full collection walks them all and the
@@ -359,8 +372,9 @@ class Backend:
             while True:
                 self._reindex_again = False
                 started = time.perf_counter()
-                with live.reading():  # the vault must not change while it is read
-                    index = SearchIndex.build(live.vault)
+                with live.reading():  # a consistent copy, taken in milliseconds: saves go on meanwhile
+                    snapshot = _VaultSnapshot(live.vault)
+                index = SearchIndex.build(snapshot)  # type: ignore[arg-type]
                 index.search("quelle est la météo zzzq demain ?", 1)  # warm it (see build_index)
                 self._index = index  # one assignment: previews switch from the old index to the new
                 self.timings["index"] = time.perf_counter() - started

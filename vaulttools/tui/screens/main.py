@@ -246,7 +246,7 @@ class MainScreen(Screen[None]):
                 # let the UI thread draw the tree before the full read competes with it for the GIL
                 self._painted.wait(timeout=3.0)
             if self.watch_vault:  # watch before reading: a save made while the vault is read is not lost
-                self._spawn(self._watch_thread, "tui-watch-start")
+                self._watch_thread()
             rows = backend.load()
         except BackendError as exc:
             self._post(LoadFailed(str(exc)))
@@ -324,9 +324,12 @@ class MainScreen(Screen[None]):
         self._lint_running = False
         self.busy = None
         tree = self.query_one(NoteTree)
+        shown = tree.shown
         tree.rows = {r.path: r for r in message.rows}
+        tree.linted = True
         if tree.filter.active:
-            tree.rebuild()
+            # after `l`, what the author was looking at stays (the note just fixed must not vanish)
+            tree.rebuild(sticky=shown if message.delta is not None else ())
         else:
             missing = set(tree.rows) ^ set(tree.shown)
             if missing:

@@ -101,8 +101,9 @@ class NoteTree(Tree[str]):
         self.filter = flt
         self.rebuild()
 
-    def rebuild(self, keep: str | None = None) -> None:
-        """Rebuild from `rows` and the filter; the note under the cursor (or `keep`) stays selected."""
+    def rebuild(self, keep: str | None = None, sticky: Iterable[str] = ()) -> None:
+        """Rebuild from `rows` and the filter; the note under the cursor (or `keep`) stays selected.
+        `sticky` notes stay in the tree even if the filter no longer lets them through."""
         keep = keep or self.current_path
         self.cursor_line = -1  # forget the old node now, or the rebuilt tree highlights whatever takes its line
         self.clear()
@@ -113,7 +114,8 @@ class NoteTree(Tree[str]):
         self._folder_notes.clear()
         flt = self.filter
         rows = self.rows
-        shown = [p for p in sorted(rows, key=tree_order) if not flt.active or flt.matches(rows[p])]
+        sticky = set(sticky)
+        shown = [p for p in sorted(rows, key=tree_order) if not flt.active or p in sticky or flt.matches(rows[p])]
         self._shown = shown
         self._expand_all = len(shown) <= EXPAND_ALL_UP_TO or flt.active
         children, folder_notes = self._children, self._folder_notes
@@ -211,13 +213,16 @@ class NoteTree(Tree[str]):
             self.linted = linted
         added = [p for p, r in changed.items() if r is not None and p not in self.rows]
         gone = [p for p, r in changed.items() if r is None and p in self.rows]
+        shown = set(self._shown)
+        flt = self.filter
+        newly = [p for p, r in changed.items() if r is not None and p not in shown and flt.active and flt.matches(r)]
         for path, row in changed.items():
             if row is None:
                 self.rows.pop(path, None)
             else:
                 self.rows[path] = row
-        if added or gone:  # rare (a note created, deleted or moved): rebuild, the cursor stays
-            self.rebuild()
+        if added or gone or newly:  # rare: rebuild; what was shown stays, the cursor too
+            self.rebuild(sticky=shown)
             return
         touched_folders: set[str] = set()
         pending = not self.linted

@@ -1,0 +1,182 @@
+"""Query expansion (grasbot/lexicon.py) and how soft terms mix into ranking and evidence (grasbot/grounding.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grasbot import grounding, lexicon
+from grasbot.search import SearchIndex
+from grasbot.tokenize import stem, tokenize
+from grasbot.vault import Vault
+from tests.conftest import REPO
+
+
+def terms(found: list[lexicon.Expansion]) -> list[str]:
+    return [e.term for e in found]
+
+
+def test_every_entry_is_tokenized_and_never_expands_to_itself() -> None:
+    table = lexicon.entries()
+    assert len(table) > 100
+    for trigger, targets in table:
+        assert trigger and all(trigger)  # stop words and punctuation never make a trigger
+        assert not set(trigger) & set(targets)
+        assert list(targets) == sorted(targets)
+
+
+def test_synonym_group_works_both_ways() -> None:
+    vocab = {stem("recrutement"), stem("embaucher")}
+    assert terms(lexicon.expand(tokenize("Peut-on l'embaucher ?"), vocab)) == [stem("recrutement")]
+    assert terms(lexicon.expand(tokenize("recrutement"), vocab)) == [stem("embaucher")]
+
+
+def test_directed_entry_goes_one_way_only() -> None:
+    # English -> French: "salary" leads to "salaire", a French question with "salaire" gets no English.
+    vocab = {stem("salaire"), stem("salary")}
+    assert terms(lexicon.expand(tokenize("What salary does he ask?"), vocab)) == [stem("salaire")]
+    assert stem("salary") not in terms(lexicon.expand(tokenize("Quel salaire ?"), vocab))
+
+
+def test_only_vocabulary_terms_and_weight_below_original() -> None:
+    found = lexicon.expand(tokenize("Is he available?"), {stem("disponible")})
+    assert terms(found) == [stem("disponible")]
+    assert all(0 < e.weight < 1 for e in found)
+    assert found[0].source == stem("available")
+    assert lexicon.expand(tokenize("Is he available?"), set()) == []  # the vault holds none: nothing
+
+
+def test_multi_word_trigger_needs_all_its_words() -> None:
+    vocab = {stem("reconversion")}
+    assert terms(lexicon.expand(tokenize("a career change"), vocab)) == [stem("reconversion")]
+    assert terms(lexicon.expand(tokenize("his career"), vocab)) == []
+
+
+def test_keep_stops_expanding_common_words_but_not_phrases() -> None:
+    vocab = {stem("alias"), stem("coffre"), stem("vault")}
+    assert terms(lexicon.expand(tokenize("mon coffre"), vocab, keep={stem("coffre")})) == []
+    assert terms(lexicon.expand(tokenize("mon coffre"), vocab)) == [stem("vault")]
+    # "pièce jointe" is a phrase: expanded even when both of its words are common in the vault.
+    keep = {stem("pièce"), stem("jointe")}
+    found = terms(lexicon.expand(tokenize("une pièce jointe"), {stem("image")}, keep=keep))
+    assert found == [stem("image")]
+
+
+def test_expansion_is_deterministic_and_sorted() -> None:
+    vocab = {t for _trigger, targets in lexicon.entries() for t in targets}
+    question = tokenize("Peut-on l'embaucher ? Quel salaire, quelles compétences, quel téléphone ?")
+    first = lexicon.expand(question, vocab)
+    assert first == lexicon.expand(list(reversed(question)), vocab)
+    assert terms(first) == sorted(terms(first))
+    assert len(set(terms(first))) == len(first)
+
+
+def test_known_words_are_not_misspellings() -> None:
+    assert lexicon.knows(stem("available"))
+    assert not lexicon.knows(stem("zzzyx"))
+
+
+# -- grounding.combine ----------------------------------------------------------------------------------
+
+
+def test_combine_counts_a_word_s_expansions_once_as_evidence() -> None:
+    # Three terms over two notes: term 0 is an original word, terms 1 and 2 expand the same word (group 0).
+    doc_ids = np.array([0, 1, 0, 1, 0])
+    w = np.array([2.0, 1.0, 4.0, 3.0, 6.0])
+    lengths = np.array([1, 2, 2])  # term 0: note 0; term 1: notes 1, 0; term 2: notes 1, 0
+    rank_weight = np.array([1.0, 0.5, 0.5])
+    evidence_weight = np.array([1.0, 0.5, 0.5])
+    group = np.array([-1, 0, 0])
+    rank, evidence = grounding.combine(doc_ids, w, lengths, rank_weight, evidence_weight, group, 2)
+    # Ranking sums every term at its weight: note 0 = 2 + 0.5*4 + 0.5*6, note 1 = 0.5*1 + 0.5*3.
+    assert rank.tolist() == pytest.approx([7.0, 2.0])
+    # Evidence: the original in full, the group's best term at half: note 0 = 2 + 0.5*6, note 1 = 0.5*3.
+    assert evidence.tolist() == pytest.approx([5.0, 1.5])
+
+
+def test_combine_without_soft_terms_is_plain_bm25() -> None:
+    doc_ids = np.array([0, 1, 1])
+    w = np.array([1.0, 2.0, 3.0])
+    rank, evidence = grounding.combine(doc_ids, w, np.array([1, 2]), np.ones(2), np.ones(2), np.array([-1, -1]), 3)
+    assert rank.tolist() == [1.0, 5.0, 0.0]
+    assert evidence.tolist() == rank.tolist()
+
+
+# -- through the search engine --------------------------------------------------------------------------
+
+
+def note(root: Path, name: str, title: str, body: str) -> None:
+    (root / f"{name}.md").write_text(
+        f"---\ntitle: \"{title}\"\nslug: {name}\nvisibility: public\n---\n\n{body}\n", encoding="utf-8"
+    )
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    note(root, "recherche", "Ce qu'il recherche", "Ouvert au recrutement : disponibilité en janvier, poste de développeur.")
+    note(root, "embauche", "Première embauche", "Sa première embauche date de 2012, dans une tannerie.")
+    note(root, "loisirs", "Centres d'intérêt", "Randonnée, échecs et lecture le week-end.")
+    note(root, "rust", "Rust", "Rust pour les services réseau, depuis 2021.")
+    note(root, "python", "Python", "Python pour les données et les scripts.")
+    # Words held by more than a tenth of the notes are not expanded: enough notes for one note's word to be rare.
+    for i, subject in enumerate(["cartographie", "base de données", "conteneurs", "tests", "cuisine", "photographie"]):
+        note(root, f"sujet-{i}", subject.capitalize(), f"Quelques lignes sur {subject}.")
+    return root
+
+
+def test_a_question_in_other_words_finds_the_note(vault: Path) -> None:
+    index = SearchIndex.build(Vault.load(vault))
+    result = index.search("Is he available for a job?")
+    assert result.hits and result.hits[0].id == "recherche"
+    assert result.stats["evidence"] > 0  # translations count as evidence, at a discount
+
+
+def test_an_original_word_outranks_its_synonym(vault: Path) -> None:
+    index = SearchIndex.build(Vault.load(vault))
+    ids = [h.id for h in index.search("embauche").hits]
+    assert ids[:2] == ["embauche", "recherche"]  # the literal word first, the synonym (recrutement) next
+
+
+def test_expansions_alone_never_reach_full_evidence(vault: Path) -> None:
+    index = SearchIndex.build(Vault.load(vault))
+    literal = index.search("recrutement").stats["evidence"]
+    via_synonym = index.search("engager").stats["evidence"]  # not in the vault: expanded
+    assert 0 < via_synonym < literal
+
+
+def test_an_off_topic_question_gains_nothing(vault: Path) -> None:
+    index = SearchIndex.build(Vault.load(vault))
+    result = index.search("Quelle est la capitale de l'Australie ?")
+    assert not result.grounded
+
+
+def test_combine_can_require_an_original_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc_ids = np.array([0, 0, 1])
+    w = np.array([2.0, 4.0, 3.0])
+    args = (np.array([1, 2]), np.array([1.0, 0.5]), np.array([1.0, 0.5]), np.array([-1, 0]), 2)
+    assert grounding.combine(doc_ids, w, *args)[1].tolist() == pytest.approx([4.0, 1.5])
+    monkeypatch.setattr(grounding, "SOFT_NEEDS_ORIGINAL", True)
+    # Note 1 holds only the expansion: no evidence; note 0 holds the original word too.
+    assert grounding.combine(doc_ids, w, *args)[1].tolist() == pytest.approx([4.0, 0.0])
+
+
+def test_expansion_does_not_depend_on_the_hash_seed() -> None:
+    code = (
+        "from grasbot import lexicon; from grasbot.tokenize import tokenize;"
+        "v = {t for _a, b in lexicon.entries() for t in b};"
+        "print([(e.term, e.weight, e.source) for e in lexicon.expand("
+        "tokenize('Peut-on embaucher ce développeur ? salaire, téléphone, skills, hobbies'), v)])"
+    )
+    outputs = set()
+    for seed in ("0", "1", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=REPO)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1 and outputs.pop().count("(") > 5
