@@ -6,7 +6,7 @@ Why: a visitor asks "Peut-on l'embaucher bientôt ?" and the note says "recrutem
 in other words than the note's finds nothing, or only a rare word of an unrelated body.
 
 How: every entry below is a set of words, tokenized by the same tokenizer as the index (folded, stemmed),
-so lookups are on tokens. Two kinds of lines in `_TABLE`:
+so lookups are on tokens. Three kinds of lines in `_TABLE`:
 
 - ``a, b, c`` — a synonym group: each member expands to every other member;
 - ``a, b > x, y`` — directed: a question holding `a` (or `b`) also looks for `x` and `y`, not the reverse
@@ -179,7 +179,6 @@ link, links > lien, liens, lier
 backlink, backlinks > rétroliens
 tag, tags > tags, étiquettes, mots-clés
 folder, folders, directory > dossier, répertoire
-file, files > fichier, fichiers
 picture, pictures, image, images > image, images
 template, templates > modèle, modèles
 plugin, plugins, extension > module, modules, extension
@@ -271,8 +270,8 @@ def expand(
     """Expansion terms of a question's `tokens`, restricted to terms in `vocabulary` (the index's terms),
     never one of `tokens` itself. Tokens in `keep` are not expanded (the caller passes the words the vault
     already uses widely: they match the notes as they are, and their synonyms would only add noise), unless
-they are part of a trigger of several words.
-    Sorted by term; a term reached from several sources keeps the first source in sorted order."""
+    they are part of a trigger of several words. Sorted by term; a term reached from several sources keeps
+    the highest weight, then the first source in sorted order (deterministic)."""
     weight = EXPANSION_WEIGHT if weight is None else weight
     family_weight = FAMILY_WEIGHT if family_weight is None else family_weight
     present = set(tokens)

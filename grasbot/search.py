@@ -47,6 +47,7 @@ import gc
 import math
 import re
 import time
+from collections import Counter
 from functools import lru_cache
 from operator import itemgetter
 from dataclasses import dataclass, field
@@ -135,9 +136,9 @@ class SearchResult:
 
 _FIELDS: tuple[str, ...] = ("title", "aliases", "slug", "answers", "labels", "headings", "body")
 _BODY = _FIELDS.index("body")
-_W_TITLE, _W_ALIASES, _W_SLUG, _W_ANSWERS, _W_LABELS, _W_HEADINGS = (
-    FIELD_WEIGHTS[f] for f in ("title", "aliases", "slug", "answers", "labels", "headings")
-)
+#: Twice each field weight: a short field's weighted frequency is counted as an integer (exact) and halved.
+_TWICE: dict[str, int] = {name: round(2 * w) for name, w in FIELD_WEIGHTS.items()}
+assert all(_TWICE[name] == 2 * w for name, w in FIELD_WEIGHTS.items()), "field weights must be multiples of 0.5"
 _KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
 _K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
 
@@ -197,50 +198,49 @@ def _phrase_tokens(text: str) -> tuple[str, ...]:
     return tuple(sorted(set(tokenize_short(text))))
 
 
-def _read_doc(note: Note, full: bool) -> tuple[_Doc, dict[str, float], list[str], list[int]]:
-    """The note's phrases and, per token, its weighted frequency in the short fields (BM25F: the sum of
-    the field weights over its occurrences; multiples of 0.5, so exact whatever the order) and its body
-    counts (tokens may repeat, "" is a stop word: the caller sums and drops)."""
+def _words_of(texts: list[str]) -> list[str]:
+    return [t for text in texts for t in tokenize_short(text)]
+
+
+def _read_doc(note: Note, full: bool) -> tuple[_Doc, Counter[str], list[str], list[int]]:
+    """The note's phrases; per token, twice its weighted frequency in the short fields (BM25F: the field
+    weight summed over its occurrences; the weights are multiples of 0.5, so this is an exact integer,
+    counted in C); and its body counts (tokens may repeat, "" is a stop word: the caller sums and drops)."""
     title = note.title if full else note.stem
     slug = (note.slug or "") if full else ""
     aliases = note.aliases if full else []
     answers = note.answers if full else []
     domains = note.domains if full else []
     tags = note.tags if full else []
-    fm: dict[str, float] = {}
-    get = fm.get
-    for texts, weight in (
-        ((title,), _W_TITLE),
-        (aliases, _W_ALIASES),
-        ((slug,), _W_SLUG),
-        (answers, _W_ANSWERS),
-        (domains, _W_LABELS),
-        (tags, _W_LABELS),
-        (_headings(note), _W_HEADINGS),
-    ):
-        for text in texts:
-            for t in tokenize_short(text):
-                fm[t] = get(t, 0.0) + weight
+    title_tokens = tokenize_short(title)
+    slug_tokens = tokenize_short(slug)
+    fm2 = Counter(
+        list(title_tokens) * _TWICE["title"]
+        + _words_of(aliases) * _TWICE["aliases"]
+        + list(slug_tokens) * _TWICE["slug"]
+        + _words_of(answers) * _TWICE["answers"]
+        + _words_of(domains + tags) * _TWICE["labels"]
+        + _words_of(_headings(note)) * _TWICE["headings"]
+    )
     phrases: list[_Phrase] = []
     seen: set[tuple[int, tuple[str, ...]]] = set()
-
-    def add(kind: int, text: str) -> None:
-        tokens = _phrase_tokens(text)
-        if tokens and (kind, tokens) not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
-            seen.add((kind, tokens))
-            phrases.append(_Phrase(kind, text, tokens))
-
-    add(_K_TITLE, title)
-    if slug and (_K_TITLE, _phrase_tokens(slug)) not in seen:
-        add(_K_SLUG, slug)
-    for alias in aliases:
-        add(_K_ALIAS, alias)
-    for answer in answers:
-        add(_K_ANSWER, answer)
-    for value in domains:
-        add(_K_DOMAIN, value)
-    for value in tags:
-        add(_K_TAG, value)
+    title_key = (_K_TITLE, _phrase_tokens(title))
+    with_slug = bool(slug) and (_K_TITLE, _phrase_tokens(slug)) != title_key
+    for kind, texts in (
+        (_K_TITLE, (title,)),
+        (_K_SLUG, (slug,) if with_slug else ()),
+        (_K_ALIAS, aliases),
+        (_K_ANSWER, answers),
+        (_K_DOMAIN, domains),
+        (_K_TAG, tags),
+    ):
+        for text in texts:
+            tokens = _phrase_tokens(text)
+            if tokens:
+                key = (kind, tokens)
+                if key not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
+                    seen.add(key)
+                    phrases.append(_Phrase(kind, text, tokens))
     body_tokens, body_counts = token_counts(note.body)
     doc = _Doc(
         note=note,
@@ -250,7 +250,7 @@ def _read_doc(note: Note, full: bool) -> tuple[_Doc, dict[str, float], list[str]
         priority=note.priority if full else None,
         is_moc=note.is_moc if full else False,
     )
-    return doc, fm, body_tokens, body_counts
+    return doc, fm2, body_tokens, body_counts
 
 
 # -- the index ---------------------------------------------------------------------------------------
@@ -464,7 +464,7 @@ class SearchIndex:
 
     def _rebuild_now(self, vault: Vault) -> None:
         self._reset()
-        read: list[tuple[_Doc, dict[str, float], list[str], list[int]]] = []
+        read: list[tuple[_Doc, Counter[str], list[str], list[int]]] = []
         for path in sorted(vault.notes):
             note = vault.notes[path]
             mode = _indexable(note)
@@ -480,16 +480,16 @@ class SearchIndex:
         # Every (term, note) entry of every field, then one sort groups them by term and note: the
         # short fields' weighted frequencies and the body counts are summed per pair (exact sums).
         tids: list[int] = []
-        fm_vals: list[float] = []
+        fm_vals: list[int] = []
         fm_sizes: list[int] = []
         b_tids: list[int] = []
         b_vals: list[int] = []
         b_sizes: list[int] = []
-        for _doc, fm, body_tokens, body_counts in read:
-            if fm:
-                tids.extend(self._tids(list(fm)))
-                fm_vals.extend(fm.values())
-            fm_sizes.append(len(fm))
+        for _doc, fm2, body_tokens, body_counts in read:
+            if fm2:
+                tids.extend(self._tids(list(fm2)))
+                fm_vals.extend(fm2.values())
+            fm_sizes.append(len(fm2))
             b_tids.extend(self._tids(body_tokens))
             b_vals.extend(body_counts)
             b_sizes.append(len(body_tokens))
@@ -497,7 +497,7 @@ class SearchIndex:
         t_arr = np.concatenate([np.asarray(tids, dtype=np.int64), np.asarray(b_tids, dtype=np.int64)])
         slots = np.arange(s_count, dtype=np.int64)
         s_arr = np.concatenate([np.repeat(slots, fm_sizes), np.repeat(slots, b_sizes)])
-        fm_arr = np.concatenate([np.asarray(fm_vals, dtype=np.float64), np.zeros(len(b_tids))])
+        fm_arr = np.concatenate([np.asarray(fm_vals, dtype=np.float64) * 0.5, np.zeros(len(b_tids))])
         b_arr = np.concatenate([np.zeros(len(tids)), np.asarray(b_vals, dtype=np.float64)])
         keep = t_arr != 0  # "" (stop words)
         if not keep.all():
@@ -598,11 +598,15 @@ class SearchIndex:
     def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
         """Take the note at `path` out of the index (if it was in) and put its new version in (if any)."""
         old = self._slot_of.pop(path, None)
+        old_id = None
         if old is not None:
+            old_id = self._docs[old].id  # type: ignore[union-attr]
             self._remove(old)
         mode = _indexable(note) if note is not None else False
         if mode is not False:
-            self._insert(note, mode is True, getattr(vault, "outgoing", None))  # type: ignore[arg-type]
+            self._insert(note, mode is True, getattr(vault, "outgoing", None), old)  # type: ignore[arg-type]
+        if old is None or mode is False or note_id(note) != old_id:  # type: ignore[arg-type]
+            self._order_dirty = True  # an edit that keeps the note's id keeps the id order
 
     def _remove(self, slot: int) -> None:
         doc = self._docs[slot]
@@ -639,11 +643,13 @@ class SearchIndex:
         self._docs[slot] = None
         self._free.append(slot)
         self._n -= 1
-        self._order_dirty = True
 
-    def _insert(self, note: Note, full: bool, outgoing: Any) -> None:
-        doc, fm, body_tokens, body_counts = _read_doc(note, full)
-        if self._free:
+    def _insert(self, note: Note, full: bool, outgoing: Any, reuse: int | None = None) -> None:
+        doc, fm2, body_tokens, body_counts = _read_doc(note, full)
+        if reuse is not None and reuse in self._free:  # the same note again: its slot, its place in id order
+            self._free.remove(reuse)
+            slot = reuse
+        elif self._free:
             self._free.sort()
             slot = self._free.pop(0)
         else:
@@ -654,8 +660,8 @@ class SearchIndex:
         doc.out = _outgoing(outgoing, note.path)
         # Per term of the note: weighted short-field frequency and body count (exact sums).
         stats: dict[int, list[float]] = {}
-        for tid, value in zip(self._tids(list(fm)), fm.values()):
-            stats[tid] = [value, 0.0]
+        for tid, twice in zip(self._tids(list(fm2)), fm2.values()):
+            stats[tid] = [twice * 0.5, 0.0]
         for tid, count in zip(self._tids(body_tokens), body_counts):
             if tid:
                 entry = stats.get(tid)
@@ -707,7 +713,6 @@ class SearchIndex:
         self._docs[slot] = doc
         self._slot_of[note.path] = slot
         self._n += 1
-        self._order_dirty = True
 
     def _refresh(self) -> None:
         """Recompute what depends on the whole vault (IDF, length norms, phrase weights, id order)."""

@@ -104,8 +104,15 @@ def stem(word: str) -> str:
     return _token(word.lower())
 
 
+# Any of the rewrites below may apply (a superset of their own checks): one C-level scan of a long text
+# instead of seven substring searches.
+_REWRITES = re.compile(r"c ?[+#]|c['’ʼ]")
+
+
 def _prepare(text: str) -> str:
     text = text.lower()
+    if len(text) > 200 and _REWRITES.search(text) is None:
+        return text
     if "c+" in text or "c +" in text:
         text = _CPP.sub(" cpp ", text)
     if "c#" in text or "c #" in text:

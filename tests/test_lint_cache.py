@@ -160,3 +160,67 @@ def test_no_cache_is_written_into_a_read_only_vault(vault, tmp_path, monkeypatch
         assert list((tmp_path / "cache").iterdir())
     finally:
         os.chmod(vault, 0o755)
+
+
+def cli_report(capsys, root: Path, *args: str) -> tuple[int, str]:
+    code = main(["lint", str(root), "--exit-zero", *args])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "github", "sarif"])
+def test_reports_from_the_cache_are_the_fresh_reports(vault, capsys, fmt):
+    """The stored per-note report parts give the same bytes as a fresh run, also after an incremental run."""
+    config = ["--ignore", "answer-not-retrieved", "--format", fmt]
+    fresh = cli_report(capsys, vault, "--no-cache", *config)
+    assert cli_report(capsys, vault, *config) == fresh  # fills the cache
+    assert cli_report(capsys, vault, *config) == fresh  # answered from it
+    note = vault / "projets/docker-notes.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nVoir [[nulle-part]].\n", encoding="utf-8")
+    bump(note)
+    fresh = cli_report(capsys, vault, "--no-cache", *config)
+    assert "nulle-part" in fresh[1]
+    assert cli_report(capsys, vault, *config) == fresh  # incremental
+    assert cli_report(capsys, vault, *config) == fresh  # from the main file and its delta
+
+
+def test_an_edit_is_saved_as_a_small_delta_beside_the_cache(vault):
+    cached_run(vault)
+    folder = vault / ".vaulttools_cache"
+    main_bytes = (folder / "lint.bin").read_bytes()
+    note = vault / "projets/docker-notes.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nVoir [[nulle-part]].\n", encoding="utf-8")
+    bump(note)
+    mode, diags, _ = cached_run(vault)
+    assert mode == "incremental" and diags == fresh_run(vault)
+    assert (folder / "lint.bin").read_bytes() == main_bytes  # not rewritten
+    assert (folder / "lint.delta").exists()
+    mode, diags, _ = cached_run(vault)  # the main file plus its delta: nothing left to re-check
+    assert mode == "unchanged" and diags == fresh_run(vault)
+    # a delta that cannot be read is ignored: the main file alone is an older, consistent state
+    (folder / "lint.delta").write_bytes(b"garbage")
+    mode, diags, _ = cached_run(vault)
+    assert mode == "incremental" and diags == fresh_run(vault)
+    # a full run rewrites the main file and drops the delta
+    (vault / "projets/new-note.md").write_text("---\ntitle: N\nslug: new-note\n---\n", encoding="utf-8")
+    mode, diags, _ = cached_run(vault)
+    assert mode == "full" and diags == fresh_run(vault)
+    assert not (folder / "lint.delta").exists()
+
+
+def test_a_delta_of_another_cache_file_is_ignored(vault):
+    cached_run(vault)
+    folder = vault / ".vaulttools_cache"
+    note = vault / "projets/docker-notes.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nVoir [[nulle-part]].\n", encoding="utf-8")
+    bump(note)
+    cached_run(vault)
+    delta = (folder / "lint.delta").read_bytes()
+    # the main file is written again (another day's run, say): the old delta must not be applied to it
+    note.write_text(note.read_text(encoding="utf-8").replace("\nVoir [[nulle-part]].\n", "\n"), encoding="utf-8")
+    bump(note)
+    (vault / "a/index.md").unlink()  # a full run: new main file
+    assert cached_run(vault)[0] == "full"
+    (folder / "lint.delta").write_bytes(delta)
+    mode, diags, _ = cached_run(vault)
+    assert mode == "unchanged" and diags == fresh_run(vault)
+    assert not any("nulle-part" in d.message for d in diags)

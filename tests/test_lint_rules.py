@@ -243,3 +243,32 @@ def test_lint_notes_sees_alias_changes_of_other_notes(tmp_path):
     ia.write_text(ia.read_text(encoding="utf-8").replace("push swap, ", ""), encoding="utf-8")
     vault.update_file(ia)
     assert not any(d.rule == "alias-duplicate" for d in lint_notes(vault, tax, ["projets/push-swap.md"], today=TODAY))
+
+
+def test_suggestions_among_many_names_find_every_one_edit_neighbour():
+    """Past `Suggester.LARGE` choices, candidates come from an index of halves: check it against brute force."""
+    import random
+
+    from vaulttools.lint.rules import Suggester, edit_distance, fold
+
+    rng = random.Random(5)
+    alphabet = "abcdé- xyz"
+    choices = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(600)})
+    suggester = Suggester(choices, strictness=4)
+    assert len(suggester.folded) > Suggester.LARGE
+    for _ in range(400):
+        word = list(rng.choice(choices))
+        i = rng.randrange(len(word) + 1)
+        edit = rng.randrange(3)
+        if edit == 0 and i < len(word):
+            word[i] = rng.choice(alphabet)
+        elif edit == 1:
+            word.insert(i, rng.choice(alphabet))
+        elif i < len(word):
+            del word[i]
+        key = fold("".join(word))
+        if not key:
+            continue
+        close = sorted((edit_distance(key, c), c) for c in suggester.folded if edit_distance(key, c) <= 1)
+        expected = suggester.folded[close[0][1]] if close else None
+        assert suggester.suggest(key) == expected, key

@@ -287,7 +287,7 @@ class LintCache:
         self.snapshot: dict[str, Any] | None = None
         self._dirty = False  # changed in ways the delta file can hold (see `save`)
         self._full_dirty = False  # changed in any other way: the whole file is rewritten
-        self._base: tuple[int, int] | None = None  # (size, mtime_ns) of the main file the snapshot came from
+        self._base: str | None = None  # the id of the main file the snapshot came from (its delta names it)
         self._delta: dict[str, dict] = _new_delta()  # what changed since that file was written
         self.hits = 0
         self.misses = 0
@@ -331,16 +331,16 @@ class LintCache:
                         config.digest(), (today or _dt.date.today()).isoformat()])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
-            data, base = _read(cache.file)
+            data = _read(cache.file)
             if isinstance(data, dict) and data.get("key") == key and isinstance(data.get("snapshot"), dict):
                 cache.snapshot = data["snapshot"]
-                cache._base = base
+                cache._base = data.get("id")
         except (OSError, ValueError, EOFError, TypeError):
             pass
         if cache.snapshot is not None:
             try:
                 cache._apply_delta()
-            except Exception:  # a damaged delta: the main file alone is stale, so start empty
+            except Exception:  # a damaged delta, maybe applied in part: start empty (a full run)
                 cache.snapshot = None
                 cache._base = None
                 cache._delta = _new_delta()
@@ -353,10 +353,11 @@ class LintCache:
     def _apply_delta(self) -> None:
         """Apply the delta file written by incremental runs since the main file, when it belongs to that file."""
         try:
-            delta, _ = _read(self._delta_file())
+            delta = _read(self._delta_file())
         except FileNotFoundError:
             return
-        if not (isinstance(delta, dict) and delta.get("key") == self.key and delta.get("base") == self._base):
+        if not (isinstance(delta, dict) and delta.get("key") == self.key and self._base
+                and delta.get("base") == self._base):
             return  # another main file's delta (or none of ours): ignored, replaced by the next write
         snap = self.snapshot
         assert snap is not None
@@ -645,7 +646,9 @@ class LintCache:
             if not self._full_dirty and self._base is not None and small:
                 _write(self._delta_file(), {"key": self.key, "base": self._base, **self._delta})
             else:
-                self._base = _write(self.file, {"key": self.key, "snapshot": self.snapshot})
+                base = os.urandom(12).hex()  # names this very file: a delta written against another is ignored
+                _write(self.file, {"key": self.key, "id": base, "snapshot": self.snapshot})
+                self._base = base
                 self._delta = _new_delta()
                 try:
                     self._delta_file().unlink()
@@ -660,8 +663,8 @@ def _new_delta() -> dict[str, dict]:
     return {"stats": {}, "notes": {}, "parts": {}}
 
 
-def _write(file: Path, data: Any) -> tuple[int, int]:
-    """Write `data` (magic line + marshal) to `file` atomically; returns its (size, mtime_ns)."""
+def _write(file: Path, data: Any) -> None:
+    """Write `data` (magic line + marshal) to `file` atomically."""
     import tempfile  # only when writing: a run answered without change imports nothing more
 
     blob = marshal.dumps(data)
@@ -670,8 +673,6 @@ def _write(file: Path, data: Any) -> tuple[int, int]:
         with os.fdopen(fd, "wb") as handle:
             handle.write(_MAGIC)
             handle.write(blob)
-            handle.flush()
-            st = os.fstat(handle.fileno())
         os.replace(tmp, file)
     except BaseException:
         try:
@@ -679,7 +680,6 @@ def _write(file: Path, data: Any) -> tuple[int, int]:
         except OSError:
             pass
         raise
-    return (st.st_size, st.st_mtime_ns)
 
 
 def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
@@ -697,23 +697,20 @@ def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:
     return (digest, exports_blob, marshal.dumps(tuple(_encode(d) for d in diagnostics)), errors, warnings, fixable)
 
 
-def _read(file: Path) -> tuple[Any, tuple[int, int]]:
-    """(the object stored in a cache file or None when it does not start with the magic line, the file's (size,
-    mtime_ns)). Mapped rather than read: the 30 MB of a 10k-note vault's cache are decoded without first being
-    copied."""
+def _read(file: Path) -> Any:
+    """The object stored in a cache file, or None when it does not start with the magic line. Mapped rather than
+    read: the 30 MB of a 10k-note vault's cache are decoded without first being copied."""
     with open(file, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        sig = (st.st_size, st.st_mtime_ns)
         try:
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):  # empty, or a file system without mmap
             raw = handle.read()
-            return (marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None), sig
+            return marshal.loads(raw[len(_MAGIC):]) if raw.startswith(_MAGIC) else None
     with mapped:
         if mapped[: len(_MAGIC)] != _MAGIC:
-            return None, sig
+            return None
         with memoryview(mapped) as view, view[len(_MAGIC):] as body:
-            return marshal.loads(body), sig
+            return marshal.loads(body)
 
 
 def _read_only(root: Path) -> bool:

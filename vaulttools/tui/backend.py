@@ -193,11 +193,12 @@ class _VaultSnapshot:
 
 def _freeze_heap() -> None:
     """Move everything alive now (the vault, the index, the diagnostics: millions of objects on a big
-    vault) out of the garbage collector's sight. Otherwise every full collection walks them all and the
-    UI stalls for a fifth of a second now and then while the author types; they live as long as the app."""
+    vault) out of the garbage collector's sight, after each loading phase. Otherwise every full collection
+    (the lint allocates enough to trigger many) walks them all, holding the GIL, and the UI stalls for
+    half a second now and then while the author types. They live as long as the app; `gc.freeze` itself
+    is instant (no collection first: that would be the very stall we avoid)."""
     import gc
 
-    gc.collect()
     gc.freeze()
 
 
@@ -291,6 +292,8 @@ class Backend:
         self._vault = vault
         self.root = vault.root
         self.timings["load"] = time.perf_counter() - started
+        if len(vault.notes) > FREEZE_ABOVE:
+            _freeze_heap()
         return [NoteRow(n.path, n.title, n.type, n.is_private) for n in vault.notes.values()]
 
     def build_index(self) -> int:
@@ -305,6 +308,8 @@ class Backend:
         # spelling corrector's tables take ~0.4 s on 10k notes) here rather than on the author's first key
         self._index.search("quelle est la météo zzzq demain ?", 1)
         self.timings["index"] = time.perf_counter() - started
+        if len(self._vault.notes) > FREEZE_ABOVE:
+            _freeze_heap()
         return self._index.size
 
     def start_live(self) -> list[NoteRow]:
