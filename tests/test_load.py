@@ -44,7 +44,8 @@ def test_concurrent_asks_with_a_reload(tmp_path: Path, fake_ollama: FakeOllama) 
     write_vault(vault, 1, NOTES)
     # The model takes a moment, so the first requests are still in flight while the reload swaps the index.
     fake_ollama.script(reply=editions, delay=0.2)
-    with run_server(service_settings(fake_ollama, llm_timeout=30.0), vault) as server:
+    # A generous connect timeout: on a loaded machine 100 connections at once can wait for accept().
+    with run_server(service_settings(fake_ollama, llm_timeout=30.0, llm_connect_timeout=10.0), vault) as server:
 
         async def scenario() -> tuple[list[httpx.Response], list[httpx.Response], httpx.Response]:
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
