@@ -148,8 +148,9 @@ class Vault:
         self._src_keys: dict[str, tuple[str, ...]] = {}  # note -> the keys it is registered under
         self._anchors: dict[str, AnchorTable] = {}
         self._ids: dict[str, str] = {}  # id -> path
-        self._slug_groups: dict[str, set[str]] = {}
-        self._stem_groups: dict[str, set[str]] = {}
+        # (these two hold tuples after a load, sets once an update changed them: see _index_add)
+        self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
+        self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._loading = False
 
     # -- loading ---------------------------------------------------------------------------------------
@@ -178,8 +179,10 @@ class Vault:
         # frozen objects are never collected. So that a long-running process that reloads the vault often
         # does not leak, everything is unfrozen again when this vault is dropped; the next full
         # collection then reclaims what was frozen with it (and scans the live vault once).
+        # (Not at interpreter exit: unfreezing then would make the final collections scan the whole vault,
+        # close to a second of CPU on 10k notes, for memory the process is giving back anyway.)
         gc.freeze()
-        weakref.finalize(vault, gc.unfreeze)
+        weakref.finalize(vault, gc.unfreeze).atexit = False
         return vault
 
     @classmethod
