@@ -305,9 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                 ["vault: implementation", "runs", "median wall", "min – max", "median CPU", "peak RSS", "unresolved",
                  "faster by", "smaller by"],
                 rows,
-                notes=["obsidiantools' 'nonexistent notes' count link targets it cannot match: it does not resolve "
-                       "folder paths, headings, `.md` suffixes, case differences or markdown links as Obsidian does, "
-                       "and it reads links inside code."],
+                notes=["obsidiantools' 'nonexistent notes' are the link targets it could not match to a file (not a "
+                       "count of broken links); issue 2 lists why it over-reports on the help vault: case, folder "
+                       "paths, duplicate names, links in code, escaped brackets, same-note anchors."],
             )
     if not corpora:
         _util.note("real vaults not found (../shared/corpora or $GRASBOT_CORPORA): only synthetic vaults measured")
