@@ -35,9 +35,11 @@ name and body only, no frontmatter signal), unless its raw frontmatter mentions 
 `visibility`, in which case it is skipped (fail closed: we cannot tell it is public). A plain Markdown
 note without frontmatter is a normal note of an Obsidian vault and is indexed fully.
 
-Determinism: notes are numbered in id order, every accumulation runs in a fixed order (question tokens
-sorted), ties are broken by id; nothing depends on set order, the hash seed or the file order, and an
-index brought up to date by `update` answers exactly as a fresh `build` of the same vault.
+Determinism: every accumulation runs in a fixed order (question tokens sorted, a note's phrases in
+their order), ties are broken by id (`_rank`, the notes' id order; slots themselves are only storage);
+nothing depends on set order, the hash seed or the file order, and an index brought up to date by
+`update` answers exactly as a fresh `build` of the same vault (tests/test_search.py checks it on random
+edits).
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ import gc
 import math
 import re
 import time
+from array import array
 from collections import Counter
 from functools import lru_cache
-from operator import itemgetter
+from itertools import compress
 from dataclasses import dataclass, field
+from operator import attrgetter, is_not, itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -292,6 +296,8 @@ class _Grow:
         self.a[start : self.n] = values
 
 
+_NOTE = attrgetter("note")
+_ID = attrgetter("id")
 _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
 _FULL_BY_KIND = np.zeros(len(_KINDS))
@@ -299,6 +305,18 @@ _PARTIAL_BY_KIND = np.zeros(len(_KINDS))
 for _kind, _points in ((_K_TITLE, TITLE_POINTS), (_K_SLUG, SLUG_POINTS), (_K_ALIAS, ALIAS_POINTS), (_K_DOMAIN, DOMAIN_POINTS), (_K_TAG, TAG_POINTS)):
     _FULL_BY_KIND[_kind] = _points
 _PARTIAL_BY_KIND[_K_TITLE] = TITLE_PARTIAL_POINTS
+
+
+def _without(a: np.ndarray, at: int) -> np.ndarray:
+    return np.concatenate((a[:at], a[at + 1 :]))
+
+
+def _with(a: np.ndarray, at: int, value: float) -> np.ndarray:
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:at] = a[:at]
+    out[at] = value
+    out[at + 1 :] = a[at:]
+    return out
 
 
 def _outgoing(outgoing: Any, path: str) -> tuple[str, ...]:
@@ -356,7 +374,8 @@ class SearchIndex:
         self._ph_kind = _Grow([], np.int8)
         self._ph_len = _Grow([], np.int32)
         self._ph_group = _Grow([], np.int32)  # alias group (same token set), -1 for other kinds
-        self._ph_tok = _Grow([], np.int32)  # the phrases' tokens, phrase after phrase
+        self._ph_tok = _Grow([], np.int32)  # the phrases' tokens, phrase after phrase ...
+        self._ph_tok_of = _Grow([], np.int32)  # ... and the phrase of each
         self._ph_beg = _Grow([], np.int64)  # slot -> its phrases [beg, end)
         self._ph_end = _Grow([], np.int64)
         self._groups: dict[tuple[str, ...], int] = {}
@@ -369,6 +388,7 @@ class SearchIndex:
         self._stale = True  # derived arrays (IDF, norms, phrase weights, rank) need recomputing
         self._order_dirty = True
         self._wcache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._nb_cache: dict[int, list[int]] = {}
         self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on change
 
     # -- building ------------------------------------------------------------------------------------
@@ -400,21 +420,28 @@ class SearchIndex:
                 if slot is not None:
                     self._docs[slot].out = _outgoing(outgoing, path)  # type: ignore[union-attr]
             # Outside `change`: a note object replaced, or an id that changed because a same-named note
-            # appeared or left (the vault renames its neighbours). Cheap checks over every note.
-            for path, slot in list(self._slot_of.items()):
-                doc = self._docs[slot]
-                note = notes.get(path)
-                if note is doc.note:  # type: ignore[union-attr]
+            # appeared or left (the vault renames its neighbours). Compared for every note in C-level
+            # passes; the few that differ are looked at one by one.
+            paths = list(self._slot_of)
+            docs = list(map(self._docs.__getitem__, self._slot_of.values()))
+            now = list(map(notes.get, paths))
+            held = list(map(_NOTE, docs))
+            differ = set(compress(range(len(paths)), map(is_not, now, held)))
+            ids_now = [note.id if note is not None else "" for note in now] if differ else list(map(_ID, now))
+            differ.update(compress(range(len(paths)), map(ne, ids_now, map(_ID, docs))))
+            for i in sorted(differ):
+                path, doc, note = paths[i], docs[i], now[i]
+                if note is doc.note:
                     new_id = note_id(note)
-                    if new_id != doc.id:  # type: ignore[union-attr]
-                        doc.id = new_id  # type: ignore[union-attr]
+                    if new_id != doc.id:
+                        doc.id = new_id
                         self._order_dirty = True
-                elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:  # type: ignore[union-attr]
+                elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
                     self._set_note(vault, path, note)
                 else:
-                    doc.note = note  # type: ignore[union-attr]
-                    if note_id(note) != doc.id:  # type: ignore[union-attr]
-                        doc.id = note_id(note)  # type: ignore[union-attr]
+                    doc.note = note
+                    if note_id(note) != doc.id:
+                        doc.id = note_id(note)
                         self._order_dirty = True
         finally:
             if enabled:
@@ -464,28 +491,25 @@ class SearchIndex:
 
     def _rebuild_now(self, vault: Vault) -> None:
         self._reset()
-        read: list[tuple[_Doc, Counter[str], list[str], list[int]]] = []
-        for path in sorted(vault.notes):
-            note = vault.notes[path]
+        # Notes take slots in path order (the id order is `_rank`, computed below). Every (term, note)
+        # entry of every field goes into compact C arrays as the note is read, so the per-note token
+        # lists never pile up; one sort then groups the entries by term and note, summing the short
+        # fields' weighted frequencies and the body counts per pair (exact sums).
+        docs: list[_Doc] = []
+        tids = array("q")
+        fm_vals = array("q")
+        fm_sizes = array("q")
+        b_tids = array("q")
+        b_vals = array("q")
+        b_sizes = array("q")
+        notes = vault.notes
+        for path in sorted(notes):
+            note = notes[path]
             mode = _indexable(note)
-            if mode is not False:
-                read.append(_read_doc(note, mode is True))
-        read.sort(key=lambda r: (r[0].id, r[0].note.path))
-        docs = [r[0] for r in read]
-        s_count = len(docs)
-        self._docs = list(docs)
-        self._slot_of = {d.note.path: i for i, d in enumerate(docs)}
-        self._n = s_count
-
-        # Every (term, note) entry of every field, then one sort groups them by term and note: the
-        # short fields' weighted frequencies and the body counts are summed per pair (exact sums).
-        tids: list[int] = []
-        fm_vals: list[int] = []
-        fm_sizes: list[int] = []
-        b_tids: list[int] = []
-        b_vals: list[int] = []
-        b_sizes: list[int] = []
-        for _doc, fm2, body_tokens, body_counts in read:
+            if mode is False:
+                continue
+            doc, fm2, body_tokens, body_counts = _read_doc(note, mode is True)
+            docs.append(doc)
             if fm2:
                 tids.extend(self._tids(list(fm2)))
                 fm_vals.extend(fm2.values())
@@ -493,12 +517,17 @@ class SearchIndex:
             b_tids.extend(self._tids(body_tokens))
             b_vals.extend(body_counts)
             b_sizes.append(len(body_tokens))
+        s_count = len(docs)
+        self._docs = list(docs)
+        self._slot_of = {d.note.path: i for i, d in enumerate(docs)}
+        self._n = s_count
         v = len(self._terms)
-        t_arr = np.concatenate([np.asarray(tids, dtype=np.int64), np.asarray(b_tids, dtype=np.int64)])
+        t_arr = np.concatenate([np.frombuffer(tids, dtype=np.int64), np.frombuffer(b_tids, dtype=np.int64)])
         slots = np.arange(s_count, dtype=np.int64)
-        s_arr = np.concatenate([np.repeat(slots, fm_sizes), np.repeat(slots, b_sizes)])
-        fm_arr = np.concatenate([np.asarray(fm_vals, dtype=np.float64) * 0.5, np.zeros(len(b_tids))])
-        b_arr = np.concatenate([np.zeros(len(tids)), np.asarray(b_vals, dtype=np.float64)])
+        s_arr = np.concatenate([np.repeat(slots, np.frombuffer(fm_sizes, dtype=np.int64)), np.repeat(slots, np.frombuffer(b_sizes, dtype=np.int64))])
+        fm_arr = np.concatenate([np.frombuffer(fm_vals, dtype=np.int64) * 0.5, np.zeros(len(b_tids))])
+        b_arr = np.concatenate([np.zeros(len(tids)), np.frombuffer(b_vals, dtype=np.int64).astype(np.float64)])
+        del tids, fm_vals, b_tids, b_vals
         keep = t_arr != 0  # "" (stop words)
         if not keep.all():
             t_arr, s_arr, fm_arr, b_arr = t_arr[keep], s_arr[keep], fm_arr[keep], b_arr[keep]
@@ -543,6 +572,7 @@ class SearchIndex:
         self._ph_len = _Grow(lengths, np.int32)
         qt = np.asarray(self._tids([t for p in ph_list for t in p.tokens]), dtype=np.int64)
         self._ph_tok = _Grow(qt, np.int32)
+        self._ph_tok_of = _Grow(np.repeat(np.arange(m, dtype=np.int32), lengths), np.int32)
         groups = self._groups
         group_ids = [groups.setdefault(p.tokens, len(groups)) if p.kind == _K_ALIAS else -1 for p in ph_list]
         self._ph_group = _Grow(group_ids, np.int32)
@@ -596,19 +626,38 @@ class SearchIndex:
         return _EMPTY_I
 
     def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
-        """Take the note at `path` out of the index (if it was in) and put its new version in (if any)."""
+        """Take the note at `path` out of the index (if it was in) and put its new version in (if any).
+        An edited note keeps its slot: the terms it keeps are updated in place, the others removed or
+        inserted."""
         old = self._slot_of.pop(path, None)
+        mode = _indexable(note) if note is not None else False
+        parsed = self._parse(note, mode is True) if mode is not False else None  # type: ignore[arg-type]
         old_id = None
         if old is not None:
             old_id = self._docs[old].id  # type: ignore[union-attr]
-            self._remove(old)
-        mode = _indexable(note) if note is not None else False
-        if mode is not False:
-            self._insert(note, mode is True, getattr(vault, "outgoing", None), old)  # type: ignore[arg-type]
-        if old is None or mode is False or note_id(note) != old_id:  # type: ignore[arg-type]
+            self._remove(old, parsed[1] if parsed is not None else {})
+        if parsed is not None:
+            self._place(parsed[0], parsed[1], getattr(vault, "outgoing", None), old)
+        if old is None or parsed is None or parsed[0].id != old_id:
             self._order_dirty = True  # an edit that keeps the note's id keeps the id order
 
-    def _remove(self, slot: int) -> None:
+    def _parse(self, note: Note, full: bool) -> tuple[_Doc, dict[int, list[float]]]:
+        """The note read, and per term id: [weighted short-field frequency, body count] (exact sums)."""
+        doc, fm2, body_tokens, body_counts = _read_doc(note, full)
+        stats: dict[int, list[float]] = {}
+        for tid, twice in zip(self._tids(list(fm2)), fm2.values()):
+            stats[tid] = [twice * 0.5, 0.0]
+        for tid, count in zip(self._tids(body_tokens), body_counts):
+            if tid:
+                entry = stats.get(tid)
+                if entry is None:
+                    stats[tid] = [0.0, float(count)]
+                else:
+                    entry[1] += count
+        return doc, stats
+
+    def _remove(self, slot: int, keep: dict[int, list[float]]) -> None:
+        """Free `slot`; the postings of the terms in `keep` stay (the caller updates them in place)."""
         doc = self._docs[slot]
         assert doc is not None
         # Its phrases first (their tokens are still in the vocabulary): out of the phrase postings.
@@ -629,9 +678,11 @@ class SearchIndex:
             self._ph_list[pid] = None
         df = self._dfg.a
         for tid in self._doc_tids(slot).tolist():
+            if tid in keep:
+                continue
             docs, fm, body = self._postings(tid)
             at = int(np.searchsorted(docs, slot))
-            self._p_over[tid] = (np.delete(docs, at), np.delete(fm, at), np.delete(body, at))
+            self._p_over[tid] = (_without(docs, at), _without(fm, at), _without(body, at))
             df[tid] -= 1
             if df[tid] == 0:  # no note holds it any more: out of the vocabulary, as in a fresh build
                 del self._vocab[self._terms[tid]]
@@ -644,8 +695,8 @@ class SearchIndex:
         self._free.append(slot)
         self._n -= 1
 
-    def _insert(self, note: Note, full: bool, outgoing: Any, reuse: int | None = None) -> None:
-        doc, fm2, body_tokens, body_counts = _read_doc(note, full)
+    def _place(self, doc: _Doc, stats: dict[int, list[float]], outgoing: Any, reuse: int | None) -> None:
+        note = doc.note
         if reuse is not None and reuse in self._free:  # the same note again: its slot, its place in id order
             self._free.remove(reuse)
             slot = reuse
@@ -658,17 +709,6 @@ class SearchIndex:
             for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end):
                 arr.resize(slot + 1)
         doc.out = _outgoing(outgoing, note.path)
-        # Per term of the note: weighted short-field frequency and body count (exact sums).
-        stats: dict[int, list[float]] = {}
-        for tid, twice in zip(self._tids(list(fm2)), fm2.values()):
-            stats[tid] = [twice * 0.5, 0.0]
-        for tid, count in zip(self._tids(body_tokens), body_counts):
-            if tid:
-                entry = stats.get(tid)
-                if entry is None:
-                    stats[tid] = [0.0, float(count)]
-                else:
-                    entry[1] += count
         self._dfg.resize(len(self._terms))
         df = self._dfg.a
         order = sorted(stats)
@@ -678,8 +718,12 @@ class SearchIndex:
             length += count
             docs, fms, bodies = self._postings(tid)
             at = int(np.searchsorted(docs, slot))
-            self._p_over[tid] = (np.insert(docs, at, slot), np.insert(fms, at, fm_value), np.insert(bodies, at, count))
-            df[tid] += 1
+            if at < docs.size and docs[at] == slot:  # a term the note keeps: in place
+                fms[at] = fm_value
+                bodies[at] = count
+            else:
+                self._p_over[tid] = (_with(docs, at, slot), _with(fms, at, fm_value), _with(bodies, at, count))
+                df[tid] += 1
         self._d_over[slot] = np.asarray(order, dtype=np.int32)
         self._lens.a[slot] = length
         self._total_len += length
@@ -696,6 +740,7 @@ class SearchIndex:
             self._ph_list.append(phrase)
             tids = self._tids(list(phrase.tokens))
             self._ph_tok.extend(tids)
+            self._ph_tok_of.extend([pid] * len(tids))
             for tid in tids:
                 self._q_over[tid] = np.append(self._phrase_postings(tid), np.int32(pid))
             group = -1
@@ -729,7 +774,7 @@ class SearchIndex:
         m = len(self._ph_list)
         lengths = self._ph_len.view()
         qt = self._ph_tok.view()
-        qp = np.repeat(np.arange(m, dtype=np.int64), lengths)
+        qp = self._ph_tok_of.view()
         self._ph_norm = np.maximum(np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)), 1e-12) if m else np.zeros(0)
         kind = self._ph_kind.view().astype(np.int64)
         group = self._ph_group.view()
@@ -749,6 +794,7 @@ class SearchIndex:
             self._rank = rank
             self._order_dirty = False
         self._wcache = {}
+        self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
         self._stale = False
 
@@ -768,10 +814,14 @@ class SearchIndex:
         return found
 
     def _neighbours(self, slot: int) -> list[int]:
-        doc = self._docs[slot]
-        assert doc is not None
-        slot_of = self._slot_of
-        return [slot_of[p] for p in doc.out if p in slot_of and p != doc.note.path]
+        """Slots of the candidates `slot` links to (cached until the next change)."""
+        found = self._nb_cache.get(slot)
+        if found is None:
+            doc = self._docs[slot]
+            assert doc is not None
+            slot_of = self._slot_of
+            found = self._nb_cache[slot] = [slot_of[p] for p in doc.out if p in slot_of and p != doc.note.path]
+        return found
 
     # -- spelling -------------------------------------------------------------------------------------
     def _correct(self, token: str) -> str | None:

@@ -379,3 +379,14 @@ def test_random_edits_deletes_and_creates_keep_the_index_equal_to_a_fresh_build(
         assert index.ids == fresh.ids, f"step {step} ({action} {target.name})"
         assert _full_snapshot(index, questions) == _full_snapshot(fresh, questions), f"step {step} ({action} {target.name})"
     assert {"body", "alias", "private", "create", "delete", "link"} <= set(actions)
+
+    # A word whose last note is deleted leaves the vocabulary: the question is then spelling-corrected
+    # to its neighbour, exactly as in a fresh build.
+    for name, word in (("chalet", "chalet"), ("chalutier", "chalut")):
+        (root / f"{name}.md").write_text(f"---\ntitle: {name.title()} bleu\n---\nUn {word} rouge.\n", encoding="utf-8")
+        index.update(vault, vault.update_file(root / f"{name}.md"))
+    (root / "chalet.md").unlink()
+    index.update(vault, vault.remove_file(root / "chalet.md"))
+    fresh = SearchIndex.build(Vault.load(root))
+    assert fresh.search("chalet").stats["corrected"] == {"chalet": "chalut"}
+    assert _full_snapshot(index, ["chalet", "chalut rouge"]) == _full_snapshot(fresh, ["chalet", "chalut rouge"])

@@ -89,6 +89,18 @@ def test_long_text_takes_the_same_path_as_short() -> None:
     assert tokenize_short("Qu'est-ce que push_swap ?") == ("push", "swap")
 
 
+@pytest.mark.parametrize(
+    "tail",
+    ["C++ et C#", "c ++ puis c #", "C’est du C", "(c'est) fini", "rien de spécial", "Ĉ+ ou c-+ : pas du C++"],
+)
+def test_long_texts_get_the_same_rewrites_as_short_ones(tail: str) -> None:
+    """A long text skips the rewrites (`c++`, `c#`, `c'`) only when none can apply: with or without
+    the quick check, the tokens of the tail are those of the tail alone."""
+    filler = "mot " * 80  # long enough for the long-text path
+    assert tokenize(filler + tail) == tokenize(filler) + tokenize(tail)
+    assert count_tokens(filler + tail) == count_tokens(filler) | {t: tokenize(tail).count(t) + count_tokens(filler).get(t, 0) for t in tokenize(tail)}
+
+
 def test_words_are_folded_but_not_stemmed() -> None:
     assert words("Les imprimantes 3D de l'école") == ["imprimantes", "3d", "ecole"]
 
