@@ -533,6 +533,8 @@ class MainScreen(Screen[None]):
         self.app.call_from_thread(self._show_summary, summary)
 
     def _show_summary(self, summary: Summary) -> None:
+        if self.summary is not None and self.summary.linted and not summary.linted:
+            return  # computed on a worker before the first lint finished, and arrived after it: stale
         self.summary = summary
         self.query_one(VaultSummary).show(summary)
         self._update_status()
