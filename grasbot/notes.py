@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
@@ -398,3 +399,28 @@ class Note:
     @property
     def is_moc(self) -> bool:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
+
+
+#: Problems after which the parsed frontmatter says nothing reliable about `visibility`.
+FRONTMATTER_UNREADABLE: frozenset[str] = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8"})
+# The lookahead holds its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
+_NON_PUBLIC_VISIBILITY_LINE = re.compile(
+    r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)", re.MULTILINE | re.IGNORECASE
+)
+
+
+def visible_to_visitors(note: Note) -> bool:
+    """The one privacy rule every part applies (retrieval, prompt, API, TUI preview).
+
+    A note is public when its `visibility` is `public` or absent (plain Obsidian notes). When the
+    frontmatter could not be read, the raw text decides: any `visibility:` line other than `public` keeps
+    the note hidden (fail closed), since a typo in the YAML must never publish a private note.
+    """
+    if note.is_private:
+        return False
+    if any(problem.code in FRONTMATTER_UNREADABLE for problem in note.problems):
+        text, body = note.text, note.body
+        head = text[: len(text) - len(body)] if body and text.endswith(body) else text
+        return not _NON_PUBLIC_VISIBILITY_LINE.search(head)
+    return True
+

@@ -21,15 +21,11 @@ from urllib.parse import unquote
 
 from grasbot.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
 from grasbot.memory import Turn
-from grasbot.notes import Note
+from grasbot.notes import Note, visible_to_visitors
 from grasbot.search import Hit, SearchResult
 
-#: Problems after which the frontmatter (and so `visibility`) could not be read.
-UNREADABLE_FRONTMATTER = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "binary", "unreadable"})
+#: Problems after which nothing of the file can be served.
 _NEVER_SERVED = frozenset({"binary", "unreadable"})
-#: A `visibility:` line whose value is not `public`, in a frontmatter that did not parse.
-# The lookahead holds its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
-_NON_PUBLIC_HINT = re.compile(r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)", re.MULTILINE | re.IGNORECASE)
 
 SYSTEM_PROMPT = """Tu es GrasBot, l'assistant du site personnel de son auteur. Tu réponds aux questions des visiteurs \
 sur son parcours, ses projets et ses compétences, à partir des notes de son vault Obsidian qui te sont fournies.
@@ -66,21 +62,9 @@ réoriente poliment vers ce que le site présente."""
 
 
 def is_servable(note: Note) -> bool:
-    """True when the note may reach a visitor.
-
-    A note is public when its `visibility` is `public` or absent (plain Obsidian notes). When the
-    frontmatter did not parse, the raw text decides: any `visibility:` line other than `public` keeps the
-    note hidden (fail closed), as the retrieval engine does, so the TUI's preview stays the bot's behaviour.
-    """
-    if note.is_private:
-        return False
-    codes = {p.code for p in note.problems}
-    if codes & _NEVER_SERVED:
-        return False
-    if codes & UNREADABLE_FRONTMATTER:
-        head = note.text[: len(note.text) - len(note.body)] if note.body and note.text.endswith(note.body) else note.text
-        return not _NON_PUBLIC_HINT.search(head)
-    return True
+    """True when the note may reach a visitor: public by the one privacy rule
+    (`grasbot.notes.visible_to_visitors`) and readable at all."""
+    return visible_to_visitors(note) and not any(p.code in _NEVER_SERVED for p in note.problems)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from grasbot import grounding as _grounding, lexicon as _lexicon
-from grasbot.notes import Note
+from grasbot.notes import Note, visible_to_visitors
 from grasbot.tokenize import token_counts, tokenize, tokenize_short
 from grasbot.vault import LinkChange, Vault
 
@@ -105,7 +105,6 @@ REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's inform
 GROUND_EVIDENCE = 0.23
 _SKIP_PROBLEMS = frozenset({"binary", "unreadable", "empty"})
 _DEGRADE_PROBLEMS = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter"})
-_PRIVATE_HINT = re.compile(r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$).*$", re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +175,13 @@ def note_id(note: Note) -> str:
 
 def _indexable(note: Note) -> bool | None:
     """True: index fully; None: degraded (file name and body only); False: never a candidate."""
-    if note.is_private:
+    if not visible_to_visitors(note):
         return False
     codes = {p.code for p in note.problems}
     if codes & _SKIP_PROBLEMS or not (note.body.strip() or note.meta):
         return False
     if codes & _DEGRADE_PROBLEMS:
-        head = note.text[: len(note.text) - len(note.body)] if note.body and note.text.endswith(note.body) else note.text
-        return None if not _PRIVATE_HINT.search(head) else False
+        return None
     return True
 
 
