@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from vaulttools.live import INDEX_AUTO_LIMIT
+
 if TYPE_CHECKING:
     from grasbot.notes import Note
     from grasbot.vault import Vault
@@ -55,10 +57,7 @@ __all__ = [
 DEFAULT_TOP_K = 5
 #: Above this many notes the LiveVault keeps no search index (see `Backend._make_live`); the same
 #: threshold as `vaulttools watch` uses.
-try:
-    from vaulttools.live import INDEX_AUTO_LIMIT as INDEX_LIVE_LIMIT
-except ImportError:  # pragma: no cover - an older live module
-    INDEX_LIVE_LIMIT = 2000
+INDEX_LIVE_LIMIT = INDEX_AUTO_LIMIT
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
 #: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
