@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,18 @@ def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client
     shared_server.service.memory.clear()
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a `grasbot serve` started by a test: SIGTERM (a clean uvicorn shutdown), SIGKILL if it hangs."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    if proc.stdout:
+        proc.stdout.close()
 
 
 def closed_port() -> int:
@@ -448,7 +461,6 @@ def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
 
 def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     import os
-    import subprocess
     import sys
 
     port = closed_port()
@@ -469,13 +481,7 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
             assert health["vault"]["dir"] == str(SAMPLE_VAULT.resolve())  # --vault wins over VAULT_DIR
             assert client.get("/ask", params={"q": RUST}).status_code == 200
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if proc.stdout:
-            proc.stdout.close()
+        stop_process(proc)
     missing = subprocess.run(
         [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(tmp_path / "absent")],
         env=env, capture_output=True, text=True, timeout=60,
@@ -492,7 +498,6 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
 def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, service_vault: Path) -> None:
     """With --workers 2, a reload lands on one worker; the other follows through the shared stamp."""
     import os
-    import subprocess
     import sys
 
     port = closed_port()
@@ -530,11 +535,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
                 updated.add(body["worker_pid"])
             time.sleep(0.05)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         reload_stamp_path(service_vault).unlink(missing_ok=True)
 
 
