@@ -18,7 +18,9 @@ so lookups are on tokens. Three kinds of lines in `_TABLE`:
 A member of several words ("temps plein", "full time") matches when all its tokens are in the question,
 and adds all its tokens. Only terms the vault holds are returned, never a token already in the question,
 each with a weight < 1: an expansion ranks below an original word and the search engine counts it as
-evidence only at a discount and at most once per original word (see `grasbot.grounding`).
+evidence only at a discount and at most once per original word (see `grasbot.grounding`). An expansion
+carries every question word that reaches it (`Expansion.sources`): "prétentions salariales" are two words
+that both mean `salaire`, and a note holding it covers both.
 
 English triggers are tokenized by the French stemmer like every question word, so an English word whose
 stem is also a French word (`pay`/`pays`, `career`/`car`, `role`/`rôle`, `switch`) is left out: it
@@ -201,6 +203,9 @@ class Expansion:
     term: str
     weight: float
     source: str  # the question's tokens that triggered it, space-separated (evidence is capped per source)
+    #: every trigger that reaches the term, `source` first: two words of the question that mean the same
+    #: ("prétentions salariales") are both covered by the note that holds it.
+    sources: tuple[str, ...] = ()
 
 
 def _member(word: str) -> tuple[str, ...]:
@@ -271,7 +276,8 @@ def expand(
     never one of `tokens` itself. Tokens in `keep` are not expanded (the caller passes the words the vault
     already uses widely: they match the notes as they are, and their synonyms would only add noise), unless
     they are part of a trigger of several words. Sorted by term; a term reached from several sources keeps
-    the highest weight, then the first source in sorted order (deterministic)."""
+    the highest weight, then the first source in sorted order (deterministic) as `source`, and all of
+    them, sorted, in `sources`."""
     weight = EXPANSION_WEIGHT if weight is None else weight
     family_weight = FAMILY_WEIGHT if family_weight is None else family_weight
     present = set(tokens)
@@ -280,6 +286,7 @@ def expand(
     by_token = _by_token()
     table = _entries()
     found: dict[str, tuple[float, str]] = {}
+    reached: dict[str, set[str]] = {}
     for token in sorted(present):
         for i in by_token.get(token, ()):
             trig, targets, family = table[i]
@@ -289,6 +296,12 @@ def expand(
             source = " ".join(trig)
             w = family_weight if family else weight
             for term in targets:
-                if term not in present and term in vocabulary and (term not in found or w > found[term][0]):
-                    found[term] = (w, source)
-    return [Expansion(term, found[term][0], found[term][1]) for term in sorted(found)]
+                if term not in present and term in vocabulary:
+                    reached.setdefault(term, set()).add(source)
+                    if term not in found or w > found[term][0]:
+                        found[term] = (w, source)
+    out = []
+    for term in sorted(found):
+        weight, source = found[term]
+        out.append(Expansion(term, weight, source, (source, *sorted(reached[term] - {source}))))
+    return out

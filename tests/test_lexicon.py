@@ -180,3 +180,73 @@ def test_expansion_does_not_depend_on_the_hash_seed() -> None:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=REPO)
         outputs.add(done.stdout)
     assert len(outputs) == 1 and outputs.pop().count("(") > 5
+
+
+# -- an expansion two question words reach (grasbot/lexicon.py `sources`) --------------------------------
+
+
+def test_an_expansion_keeps_every_word_that_reaches_it() -> None:
+    vocab = {stem("salaire")}
+    found = lexicon.expand(tokenize("Quelles sont ses prétentions salariales ?"), vocab)
+    assert terms(found) == [stem("salaire")]
+    assert found[0].source == found[0].sources[0]
+    assert sorted(found[0].sources) == sorted([stem("prétentions"), stem("salariales")])
+
+
+def test_combine_counts_a_shared_expansion_for_each_word_it_stands_for() -> None:
+    # One soft term (note 0) standing for original words 0 and 1: evidence for both, each at its weight.
+    doc_ids = np.array([0])
+    w = np.array([4.0])
+    args = (np.array([1]), np.array([0.5]), np.array([0.5]), np.array([0]), 1)
+    assert grounding.combine(doc_ids, w, *args)[1].tolist() == pytest.approx([2.0])
+    assert grounding.combine(doc_ids, w, *args, also=[(1,)])[1].tolist() == pytest.approx([4.0])
+
+
+# -- mentions in passing (grasbot/grounding.py) -----------------------------------------------------------
+
+
+def test_in_passing_is_once_in_the_body_and_nowhere_else() -> None:
+    fm = np.array([0.0, 3.0, 0.0, 0.0])
+    body = np.array([1.0, 1.0, 2.0, 0.0])
+    assert grounding.in_passing(fm, body).tolist() == [True, False, False, True]
+
+
+def test_a_lone_mention_in_passing_counts_half_unless_corroborated() -> None:
+    # Two terms of equal IDF; note 0 holds term 0 once in passing and nothing else, note 1 holds both.
+    doc_ids = np.array([0, 1, 1])
+    w = np.array([2.0, 2.0, 2.0])
+    passing = np.array([True, True, True])
+    own = np.array([3.0, 3.0, 3.0])
+    held = np.bincount(doc_ids, weights=own).astype(float)
+    bm25 = np.bincount(doc_ids, weights=w)
+    evidence = grounding.plain(doc_ids, w, passing, own, held, 2, bm25)
+    assert evidence.tolist() == pytest.approx([2.0 * grounding.PASSING_EVIDENCE, 4.0])
+    # A one-word question is never discounted: the mention answers it.
+    assert grounding.plain(doc_ids, w, passing, own, held, 1, bm25) is bm25
+
+
+def test_a_common_word_corroborates_in_proportion_to_its_idf() -> None:
+    # Note 0 holds a rare word (IDF 4) in passing beside a common one (IDF 1, not in passing).
+    doc_ids = np.array([0, 0])
+    w = np.array([4.0, 1.0])
+    passing = np.array([True, False])
+    own = np.array([4.0, 1.0])
+    held = np.array([5.0])
+    evidence = grounding.plain(doc_ids, w, passing, own, held, 2, np.array([5.0]))
+    p = grounding.PASSING_EVIDENCE
+    assert evidence.tolist() == pytest.approx([4.0 * (p + (1 - p) * 0.25) + 1.0])
+
+
+def test_combine_discounts_like_plain_without_soft_terms() -> None:
+    rng = np.random.default_rng(3)
+    lengths = np.array([4, 3, 5])
+    doc_ids = np.concatenate([rng.choice(8, size=k, replace=False) for k in lengths])
+    w = rng.uniform(0.5, 3.0, size=doc_ids.size)
+    passing = rng.uniform(size=doc_ids.size) < 0.5
+    idf = np.array([1.0, 2.5, 4.0])
+    own = np.repeat(idf, lengths)
+    held = np.bincount(doc_ids, weights=own, minlength=8)
+    bm25 = np.bincount(doc_ids, weights=w, minlength=8)
+    expected = grounding.plain(doc_ids, w, passing, own, held, 3, bm25)
+    _rank, evidence = grounding.combine(doc_ids, w, lengths, np.ones(3), np.ones(3), np.full(3, -1), 8, passing, 3, None, idf)
+    assert evidence.tolist() == pytest.approx(expected.tolist())
