@@ -224,3 +224,17 @@ def test_a_delta_of_another_cache_file_is_ignored(vault):
     mode, diags, _ = cached_run(vault)
     assert mode == "unchanged" and diags == fresh_run(vault)
     assert not any("nulle-part" in d.message for d in diags)
+
+
+def test_a_relative_and_an_absolute_vault_path_share_the_cache(vault, monkeypatch):
+    """The taxonomy's path is part of the cache key: as a resolved path, so that `lint v` and `lint /abs/v`
+    (or `--taxonomy` written either way) are one cache, not two that overwrite each other."""
+    monkeypatch.chdir(vault.parent)
+    mode, first, _ = cached_run(Path(vault.name))
+    assert mode == "full"
+    mode, second, _ = cached_run(vault.resolve())
+    assert mode == "unchanged" and second == first
+    tax = load_taxonomy(Path(vault.name) / "TAXONOMIE.md")
+    relative = LintCache.open(Path(vault.name), tax, CONFIG, today=TODAY).key
+    absolute = LintCache.open(vault.resolve(), load_taxonomy(vault.resolve() / "TAXONOMIE.md"), CONFIG, today=TODAY).key
+    assert relative == absolute

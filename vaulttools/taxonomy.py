@@ -444,7 +444,13 @@ def _one_regex(patterns: list[tuple[str, str]]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
-_BOUND = _one_regex(_BOUND_PATTERNS)
+@lru_cache(maxsize=None)
+def _bound() -> re.Pattern[str]:
+    """The bound patterns as one regex, compiled on first use (7 ms: not paid by a command that imports this
+    module without reading a taxonomy's prose)."""
+    return _one_regex(_BOUND_PATTERNS)
+
+
 _WORD_BEFORE_NUMBER = re.compile(r"[\w']$")
 _NOUN_AFTER = re.compile(r"\s*(?:d['e]\s*)?([a-z][a-z]*(?:'[a-z]+)?)")
 _NUMBER_OF = re.compile(r"\b(?:nombre|number)\s+(?:de\s+|d'|of\s+)([a-z]+)")
@@ -516,7 +522,7 @@ class _BoundReader:
         """True/False when the sentence says this section's list is closed/open; None when it says neither,
         or says it of another field ("contrairement aux domaines (liste fermée), les tags sont libres")."""
         text = sentence.folded
-        closed, opened = bool(_CLOSED.search(text)), bool(_OPEN.search(text))
+        closed, opened = bool(_CLOSED.search(text)), bool(_open_re().search(text))
         if not closed and not opened:
             return None
         if opened:
@@ -533,7 +539,7 @@ class _BoundReader:
         words = set(re.findall(r"[a-z]+", text))
         is_range = bool(words & _INTEGER_WORDS)
         found: list[tuple[int, int, int | None, int | None, str | None, bool]] = []  # start, end, lo, hi, noun, per_note
-        for match in _BOUND.finditer(text):
+        for match in _bound().finditer(text):
             if match.start() > 0 and _WORD_BEFORE_NUMBER.search(text[: match.start()]) and text[match.start()].isdigit():
                 continue  # a digit glued to a word ("42-commun" is not 42 to something)
             index = next(i for i in range(len(_BOUND_PATTERNS)) if match.group(f"k{i}") is not None)
@@ -618,10 +624,18 @@ def _merge(path: Path, section: str | None, into: dict[str, Bounds], bound: _Bou
 _EMPHASIS = re.compile(r"(\*\*|__|\*|~~)")
 _BULLET_VALUE = re.compile(r"^\s*[-*+]\s+(?:\*\*|__)?`([^`]+)`(?:\*\*|__)?\s*(.*)$")
 _CLOSED = re.compile(r"\b(?:liste\s+(?:fermee|close)|closed\s+(?:list|vocabulary)|vocabulaire\s+ferme)\b")
-_OPEN = re.compile(
+_OPEN_PATTERN = (
     r"\b(?:liste\s+ouverte|open\s+(?:list|vocabulary)|vocabulaire\s+ouvert"
     r"|(?:pas|non|not)\s+(?:une\s+|a\s+)?(?:liste\s+(?:fermee|close)|closed\s+(?:list|vocabulary)))\b"
 )
+
+
+@lru_cache(maxsize=None)
+def _open_re() -> re.Pattern[str]:
+    """"Open list" phrasings, compiled on first use (4 ms)."""
+    return re.compile(_OPEN_PATTERN)
+
+
 _FREE = re.compile(r"\b(?:libres?|free)\b")
 _REQUIRED = re.compile(r"\b(?:champs?\s+obligatoires?|required\s+fields?|mandatory\s+fields?)\b")
 

@@ -323,6 +323,11 @@ class LintCache:
         tax_digest = ""
         tax_path = getattr(taxonomy, "path", None)
         if tax_path is not None:
+            # the file, not the way it was named: `lint vault` and `lint /abs/vault` share one cache
+            try:
+                tax_path = Path(tax_path).resolve()
+            except (OSError, RuntimeError):  # a symlink loop: the path as given
+                tax_path = Path(tax_path)
             try:
                 tax_digest = hashlib.blake2b(Path(tax_path).read_bytes(), digest_size=12).hexdigest()
             except OSError:

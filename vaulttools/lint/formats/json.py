@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING
 
-from vaulttools.lint.diagnostics import Diagnostic
+from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
     from vaulttools.lint.engine import LintResult
@@ -35,9 +35,42 @@ def _row(d: Diagnostic, enc: Callable[[str], str]) -> str:
 
 
 def note_part(diagnostics: Sequence[Diagnostic], prefix: str = "") -> str:
-    """One note's rows (`path` stays vault-relative: `prefix` is not used)."""
+    """One note's rows (`path` stays vault-relative: `prefix` is not used).
+
+    The rows of one note share their path, and rule names and severities repeat: each is encoded once
+    (the message, which differs, is encoded per row). Same bytes as `_row` on each finding."""
+    if not diagnostics:
+        return ""
     enc = encode_basestring
-    return _SEP.join([_row(d, enc) for d in diagnostics])
+    path = diagnostics[0].path
+    head = f'{{"path": {enc(path)}, "line": '
+    rows = []
+    for d in diagnostics:
+        if d.path != path:  # never within one note's part; kept exact all the same
+            rows.append(_row(d, enc))
+            continue
+        severity = d.severity
+        # keyed by rule in one table per severity, found by identity (an Enum's hash is a Python-level call)
+        tails = _ERROR_TAILS if severity is Severity.ERROR else _WARNING_TAILS if severity is Severity.WARNING else {}
+        tail = tails.get(d.rule)
+        if tail is None:
+            tail = tails[d.rule] = f', "rule": {enc(d.rule)}, "severity": "{severity.value}", "message": '
+        fix = "null" if d.fix is None else f'{{"message": {enc(d.fix.message)}, "applicability": "safe"}}'
+        message = _MESSAGES.get(d.message)
+        if message is None:  # most alias-duplicate messages are shared by the notes of one alias group
+            if len(_MESSAGES) >= 100_000:
+                _MESSAGES.clear()
+            message = _MESSAGES[d.message] = enc(d.message)
+        rows.append(f'{head}{d.line}, "column": {d.column}, "end_line": {d.end_line}, "end_column": {d.end_column}'
+                    f'{tail}{message}, "fix": {fix}}}')
+    return _SEP.join(rows)
+
+
+#: rule -> the encoded middle of a row, from `"rule"` to `"message": `, one table per severity.
+_ERROR_TAILS: dict[str, str] = {}
+_WARNING_TAILS: dict[str, str] = {}
+#: message -> its JSON encoding (a bounded memo).
+_MESSAGES: dict[str, str] = {}
 
 
 def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from grasbot.notes import LinkStatus, Note, Resolution
 from vaulttools.lint.diagnostics import Diagnostic
-from vaulttools.lint.rules import LintContext, did_you_mean, fold, make
+from vaulttools.lint.rules import LintContext, fold, make
 
 def _shown(res: Resolution) -> str:
     return res.link.raw.replace("\n", " ")
@@ -63,15 +63,18 @@ def _broken_anchor(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:
     target_name = res.target_path or link.target or note.path
     if target is None and not link.target:
         target = note
+    # one Suggester per target note and kind, reused by every broken anchor into it (difflib's set-up per
+    # call cost ~0.3 ms: 0.1 s for the 355 broken anchors of the 10k benchmark vault)
+    memo = f"anchors:{target.path}" if target is not None else ""
     if anchor.startswith("^"):
         ids = sorted(target.block_ids) if target is not None else []
-        guess = did_you_mean(anchor[1:], ids) if ids else None
+        guess = ctx.suggester(memo + "#^", lambda: ids).suggest(anchor[1:]) if ids else None
         hint = f"did you mean `^{guess}`?" if guess else "add the block id `^" + anchor[1:] + "` to the paragraph meant"
         return make(ctx, note, link.span, "broken-anchor",
                     f"{_shown(res)}: {target_name} has no block `{anchor}`; {hint}")
     headings = [h.text for h in target.headings] if target is not None else []
     last = anchor.split("#")[-1]
-    guess = did_you_mean(last, headings) if headings else None
+    guess = ctx.suggester(memo + "#", lambda: headings).suggest(last) if headings else None
     hint = f"did you mean `#{guess}`?" if guess else "link to an existing heading or remove the `#...` part"
     return make(ctx, note, link.span, "broken-anchor",
                 f"{_shown(res)}: {target_name} has no heading `{anchor}`; {hint}")

@@ -5,9 +5,13 @@ retrieval engine? One index is built per run (`LintContext.search_index`) and sh
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, item_span, make
+
+if TYPE_CHECKING:
+    from grasbot.search import SearchResult
 
 
 def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
@@ -43,8 +47,13 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     ctx.answers_checked = True
     if index is None:
         return  # the engine reports it once through LintResult.notices
+    # the results are a pure function of the index and the question: a question asked by several notes (a
+    # template's "Qu'est-ce que ... ?" left as is) is searched once
+    results: dict[str, SearchResult] = {}
     for note, i, question in todo:
-        result = index.search(question, top_k=top_k)
+        result = results.get(question)
+        if result is None:
+            result = results[question] = index.search(question, top_k=top_k)
         ranked = [hit.note.path for hit in result.hits[:top_k]]
         if note.path in ranked:
             continue
