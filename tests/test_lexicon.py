@@ -51,6 +51,28 @@ def test_only_vocabulary_terms_and_weight_below_original() -> None:
     assert lexicon.expand(tokenize("Is he available?"), set()) == []  # the vault holds none: nothing
 
 
+def test_a_translation_ranks_above_a_synonym() -> None:
+    # "tabs" is the English for `onglets` (the same word): TRANSLATION_WEIGHT; a French synonym stays at
+    # EXPANSION_WEIGHT, a word family at FAMILY_WEIGHT.
+    (tab,) = lexicon.expand(tokenize("How do I pin tabs?"), {stem("onglets")})
+    assert tab.term == stem("onglets") and tab.weight == lexicon.TRANSLATION_WEIGHT
+    (synonym,) = lexicon.expand(tokenize("recrutement"), {stem("embaucher")})
+    assert synonym.weight == lexicon.EXPANSION_WEIGHT < lexicon.TRANSLATION_WEIGHT < 1.0
+    (family,) = lexicon.expand(tokenize("perdre"), {stem("perte")})
+    assert family.weight == lexicon.FAMILY_WEIGHT
+
+
+def test_note_taking_words_in_english_reach_the_french_ones() -> None:
+    vocab = {stem(w) for w in ("signets", "barre", "latérale", "propriétés", "aléatoire", "domotique")}
+    assert set(terms(lexicon.expand(tokenize("bookmarks"), vocab))) == {stem("signets")}
+    assert set(terms(lexicon.expand(tokenize("sidebar"), vocab))) == {stem("barre"), stem("latérale")}
+    assert set(terms(lexicon.expand(tokenize("properties"), vocab))) == {stem("propriétés")}
+    assert set(terms(lexicon.expand(tokenize("random note"), vocab))) == {stem("aléatoire")}
+    assert set(terms(lexicon.expand(tokenize("smart home"), vocab))) == {stem("domotique")}
+    # French words that look like English ones are no triggers: "versions", "fichier" expand nothing here.
+    assert lexicon.expand(tokenize("les versions du fichier"), vocab | {stem("historique")}) == []
+
+
 def test_multi_word_trigger_needs_all_its_words() -> None:
     vocab = {stem("reconversion")}
     assert terms(lexicon.expand(tokenize("a career change"), vocab)) == [stem("reconversion")]
@@ -205,10 +227,11 @@ def test_combine_counts_a_shared_expansion_for_each_word_it_stands_for() -> None
 # -- mentions in passing (grasbot/grounding.py) -----------------------------------------------------------
 
 
-def test_in_passing_is_once_in_the_body_and_nowhere_else() -> None:
-    fm = np.array([0.0, 3.0, 0.0, 0.0])
-    body = np.array([1.0, 1.0, 2.0, 0.0])
-    assert grounding.in_passing(fm, body).tolist() == [True, False, False, True]
+def test_in_passing_is_in_the_body_only() -> None:
+    # Body-only (however often) is a mention that does not say what the note is about; a short field does.
+    fm = np.array([0.0, 3.0, 0.0, 0.5])
+    body = np.array([1.0, 1.0, 6.0, 0.0])
+    assert grounding.in_passing(fm, body).tolist() == [True, False, True, False]
 
 
 def test_a_lone_mention_in_passing_counts_half_unless_corroborated() -> None:

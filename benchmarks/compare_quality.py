@@ -1,0 +1,210 @@
+"""Retrieval quality, side by side: this engine, plain rank-bm25 and the original scoring, per question set.
+
+    .venv/bin/python benchmarks/compare_quality.py              # every set (dev, held-out, test)
+    .venv/bin/python benchmarks/compare_quality.py --no-test    # leave the fresh test sets out (tuning)
+    .venv/bin/python benchmarks/compare_quality.py --json out.json
+    .venv/bin/python benchmarks/compare_quality.py --misses engine,bm25 --only help-fr-heldout
+
+Engines, all over the same loaded vault and the same public notes:
+
+- `engine`: grasbot's SearchIndex (what `vaulttools eval` measures);
+- `bm25`: plain rank-bm25 (BM25Okapi, k1 1.5, b 0.75) over title + aliases + body, one bag of words per
+  note, with grasbot's tokenizer (as benchmarks/bench_retrieval.py builds it). It has no grounded
+  decision: a question is "grounded" when some note scores above 0 (it shares a token with the vault);
+- `original`: the re-implementation of the original scoring (benchmarks/original_scoring.py), grounded
+  when its best score reaches SEARCH_MIN_SCORE.
+
+Metrics are `vaulttools eval`'s (vaulttools/evaluation.py): hit@1, hit@5, MRR (first 10), share of the
+off-topic questions rejected and of the on-topic ones grounded. A set whose vault is absent is skipped.
+
+`--auto` adds two larger sets built from the corpora themselves, nobody's wording tuned to the engine:
+`help-fr-desc` (a note's frontmatter `description`, a field no engine indexes, must find that note) and
+`help-en-titles` (the English title of a page of obsidian-help-en must find the French page with the
+same `permalink`: short English questions over a French vault). They only rank: every item is on-topic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+CORPORA = Path(os.environ.get("GRASBOT_CORPORA") or REPO.parent / "shared" / "corpora")
+
+#: (name, vault, question file, is a fresh test set)
+SETS: tuple[tuple[str, Path, Path, bool], ...] = (
+    ("sample", REPO / "vault", REPO / "tests" / "eval" / "sample-questions.yaml", False),
+    ("grasbot", CORPORA / "grasbot-vault", HERE / "questions-grasbot-vault.yaml", False),
+    ("grasbot-heldout", CORPORA / "grasbot-vault", HERE / "questions-heldout-grasbot-vault.yaml", False),
+    ("grasbot-test", CORPORA / "grasbot-vault", HERE / "questions-test-grasbot-vault.yaml", True),
+    ("help-fr", CORPORA / "obsidian-help-fr", HERE / "questions-obsidian-help-fr.yaml", False),
+    ("help-fr-heldout", CORPORA / "obsidian-help-fr", HERE / "questions-heldout-obsidian-help-fr.yaml", False),
+    ("help-fr-test", CORPORA / "obsidian-help-fr", HERE / "questions-test-obsidian-help-fr.yaml", True),
+    ("help-fr-dev2", CORPORA / "obsidian-help-fr", HERE / "questions-dev2-obsidian-help-fr.yaml", False),
+)
+ENGINES = ("engine", "bm25", "original")
+KEEP = 10
+
+
+def _hits(ids: list[str], grounded: bool) -> SimpleNamespace:
+    return SimpleNamespace(hits=[SimpleNamespace(id=i) for i in ids], grounded=grounded)
+
+
+def build_engines(vault) -> dict:
+    """`name -> search(question, top_k)` returning an object with `.hits[i].id` and `.grounded`."""
+    from rank_bm25 import BM25Okapi
+
+    from grasbot.notes import visible_to_visitors
+    from grasbot.search import SearchIndex, note_id
+    from grasbot.tokenize import tokenize
+    from original_scoring import OriginalScoring
+
+    index = SearchIndex.build(vault)
+    notes = [vault.notes[p] for p in sorted(vault.notes) if visible_to_visitors(vault.notes[p])]
+    ids = [note_id(n) for n in notes]
+    corpus = [tokenize(" ".join([n.title, *n.aliases, n.body])) or ["_"] for n in notes]
+    bm25 = BM25Okapi(corpus)
+
+    def plain(q: str, k: int):
+        scores = bm25.get_scores(tokenize(q)) if tokenize(q) else [0.0] * len(ids)
+        order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+        return _hits([ids[i] for i in order[:k] if scores[i] > 0], bool(max(scores, default=0.0) > 0))
+
+    original = OriginalScoring(vault)
+
+    def orig(q: str, k: int):
+        ranked, grounded = original.search(q, k)
+        return _hits([r[0] for r in ranked], grounded)
+
+    return {"engine": index.search, "bm25": plain, "original": orig}
+
+
+def auto_sets() -> list[tuple[str, Path, list]]:
+    """(name, vault path, questions) of the sets built from the corpora (see the module docstring)."""
+    from grasbot.notes import visible_to_visitors
+    from grasbot.search import note_id
+    from grasbot.vault import Vault
+    from vaulttools.evaluation import Question
+
+    fr_path, en_path = CORPORA / "obsidian-help-fr", CORPORA / "obsidian-help-en"
+    if not fr_path.is_dir():
+        return []
+    fr = Vault.load(fr_path)
+    notes = [fr.notes[p] for p in sorted(fr.notes) if visible_to_visitors(fr.notes[p])]
+    out = []
+    desc = [(note_id(n), n.meta.get("description")) for n in notes]
+    questions = [Question(f"desc-{i}", text.strip(), (nid,), True) for i, (nid, text) in enumerate(desc) if isinstance(text, str) and text.strip()]
+    out.append(("help-fr-desc", fr_path, questions))
+    if en_path.is_dir():
+        by_permalink = {n.meta.get("permalink"): note_id(n) for n in notes if isinstance(n.meta.get("permalink"), str)}
+        en = Vault.load(en_path)
+        questions = []
+        for p in sorted(en.notes):
+            target = by_permalink.get(en.notes[p].meta.get("permalink"))
+            if target and en.notes[p].title.strip():
+                questions.append(Question(f"en-{len(questions)}", en.notes[p].title, (target,), True))
+        out.append(("help-en-titles", fr_path, questions))
+    return out
+
+
+def run(names: list[str] | None, with_test: bool, auto: bool = False) -> dict:
+    from grasbot.vault import Vault
+    from vaulttools.evaluation import evaluate, load_questions
+
+    out: dict = {}
+    vaults: dict[Path, tuple] = {}
+    for name, vault_path, questions_path, is_test in SETS:
+        if names and name not in names:
+            continue
+        if is_test and not with_test:
+            continue
+        if not vault_path.is_dir() or not questions_path.is_file():
+            print(f"skipping {name}: {vault_path if not vault_path.is_dir() else questions_path} not found", file=sys.stderr)
+            continue
+        if vault_path not in vaults:
+            vault = Vault.load(vault_path)
+            vaults[vault_path] = (vault, build_engines(vault))
+        _vault, engines = vaults[vault_path]
+        questions = load_questions(questions_path)
+        out[name] = {}
+        for engine in ENGINES:
+            report = evaluate(questions, engines[engine], KEEP)
+            summary = report.summary()
+            summary.pop("by_kind", None)
+            out[name][engine] = {"summary": summary, "items": [i.as_json() for i in report.items]}
+    for name, vault_path, questions in auto_sets() if auto else ():
+        if names and name not in names:
+            continue
+        if vault_path not in vaults:
+            vault = Vault.load(vault_path)
+            vaults[vault_path] = (vault, build_engines(vault))
+        _vault, engines = vaults[vault_path]
+        out[name] = {}
+        for engine in ENGINES:
+            report = evaluate(questions, engines[engine], KEEP)
+            summary = report.summary()
+            summary.pop("by_kind", None)
+            out[name][engine] = {"summary": summary, "items": [i.as_json() for i in report.items]}
+    return out
+
+
+def _fmt(value) -> str:
+    return "  -  " if value is None else f"{value:.3f}"
+
+
+def print_table(results: dict) -> None:
+    header = f"{'set':<16} {'engine':<9} {'hit@1':>6} {'hit@5':>6} {'MRR':>6} {'off-rej':>7} {'on-gnd':>7}"
+    print(header)
+    print("-" * len(header))
+    for name, engines in results.items():
+        for engine, data in engines.items():
+            s = data["summary"]
+            print(
+                f"{name:<16} {engine:<9} {_fmt(s['hit@1']):>6} {_fmt(s['hit@5']):>6} {_fmt(s['mrr']):>6} "
+                f"{_fmt(s['offtopic_rejected']):>7} {_fmt(s['ontopic_grounded']):>7}"
+            )
+        print()
+
+
+def print_misses(results: dict, engines: list[str]) -> None:
+    """Items where the engines disagree on hit@1 or on the grounded verdict (for studying losses)."""
+    for name, by_engine in results.items():
+        first = by_engine["engine"]["items"]
+        for j, item in enumerate(first):
+            rows = {e: by_engine[e]["items"][j] for e in engines}
+            hit = {e: r["hit1"] for e, r in rows.items()}
+            wrong_ground = {e: r["grounded"] != r["expect_grounded"] for e, r in rows.items()}
+            if len(set(hit.values())) > 1 or any(wrong_ground.values()):
+                print(f"[{name}] {item['id']}: {item['q']}  expect={item['expect']}")
+                for e, r in rows.items():
+                    print(f"    {e:<9} hit1={r['hit1']!s:<5} grounded={r['grounded']!s:<5} top3={r['results'][:3]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated set names (" + ", ".join(s[0] for s in SETS) + ")")
+    parser.add_argument("--no-test", action="store_true", help="leave out the fresh test sets (while tuning)")
+    parser.add_argument("--auto", action="store_true", help="add the sets built from the corpora (help-fr-desc, help-en-titles)")
+    parser.add_argument("--json", default=None, help="write every summary and item to this file")
+    parser.add_argument("--misses", default="", help="list disagreements between these engines (e.g. engine,bm25)")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or None
+    results = run(names, with_test=not args.no_test, auto=args.auto)
+    print_table(results)
+    if args.misses:
+        print_misses(results, [e.strip() for e in args.misses.split(",") if e.strip()])
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
