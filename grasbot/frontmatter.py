@@ -39,7 +39,8 @@ _BOM = "\ufeff"
 _SNIFF = 8192
 _LIST_FIELDS = frozenset(LIST_FIELDS)
 # The closing fence: a line that is exactly `---` (trailing blanks tolerated, as Obsidian does).
-_CLOSE_RE = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
+# (searched from the line break before: a literal first lets `re` skip ahead to each "\n---" quickly)
+_CLOSE_RE = re.compile(r"\n---[ \t]*\r?$", re.MULTILINE)
 _OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
 
 
@@ -53,6 +54,10 @@ _new = tuple.__new__  # Span is a named tuple: build it from its key without a P
 _STR_CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 400_000
 _SHORT = 48
+_SHARE_VALUE = 16
+# Frontmatter keys already checked (a plain string key, not `yes:` or `null:`), each once: a vault repeats
+# the same dozen keys in every note.
+_KEY_CACHE: dict[str, str] = {}
 
 
 def clear_caches() -> None:
@@ -65,6 +70,8 @@ def clear_caches() -> None:
     _SPAN_CACHE.clear()
     _STR_CACHE.clear()
     _TYPED_CACHE.clear()
+    _FLOW_CACHE.clear()
+    _KEY_CACHE.clear()
 
 
 def make_span(line: int, column: int, end_line: int, end_column: int) -> Span:
@@ -507,15 +514,18 @@ def _fast_parts(
     keys: dict[str, Span] = {}
     items: dict[str, list[Span]] = {}
     strings: list[tuple[str, str, Span, str]] = []
-    cache = _SPAN_CACHE
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    span_get = cache.get
+    new = _new
     typed_get = _TYPED_CACHE.get
     str_share = _STR_CACHE.setdefault
     miss = _MISS
+    typed_first = _TYPED_FIRST
+    # Values are shared up to this length: tags, types, sources, visibility recur across notes; titles,
+    # slugs, aliases and questions seldom do, and sharing them would only grow the table. (A `"[[x]]"`
+    # value is shared whatever its length: it recurs, and becomes the text of a link.)
+    short = _SHARE_VALUE
     list_fields = _LIST_FIELDS
     maybe_typed = _KEY_MAYBE_TYPED
+    known_key = _KEY_CACHE.get
     # the key whose value is still open (`key:` then nothing on its line), and its block sequence
     open_key: str | None = None
     open_line = 0
@@ -523,51 +533,49 @@ def _fast_parts(
     seq_spans: list[Span] = []
     seq_indent = -1
     line_no = fm_line - 1
+    # (this loop runs once per frontmatter line of every note: a plain scalar is typed only when its first
+    # character can start something else than a string, and only short values are shared)
     for key, ksp, dq, sq, flow, plain, dash, isp, idq, iplain, bad in rows:
         line_no += 1
         if dash:
-            if open_key is None:
-                raise _NotSimple
-            indent = len(dash) - 1
             if seq is None:
+                if open_key is None:
+                    raise _NotSimple
                 seq = []
                 seq_spans = []
-                seq_indent = indent
-            elif indent != seq_indent:
+                seq_indent = len(dash)
+            elif len(dash) != seq_indent:
                 raise _NotSimple
-            if iplain:
-                text = iplain
-                value = typed_get(text, miss)
-                if value is miss:
-                    value = _typed(text)
-                size = len(text)
-            elif idq:
+            if idq:
                 text = idq[1:-1]
-                value = str_share(text, text) if len(text) <= _SHORT else text
+                value = str_share(text, text) if len(text) <= short or text[:2] == "[[" else text
                 size = len(idq)
+            elif iplain:
+                text = iplain
+                if text[0] in typed_first:
+                    value = typed_get(text, miss)
+                    if value is miss:
+                        value = _typed(text)
+                else:
+                    value = str_share(text, text) if len(text) <= short else text
+                size = len(text)
             else:
                 seq.append(None)
                 if positions:
-                    start = indent + 2  # libyaml puts an empty item right after its dash
-                    k = (line_no, start, line_no, start)
-                    span = span_get(k)
-                    if span is None:
-                        span = _new(Span, k)
-                        cache[span] = span
-                    seq_spans.append(span)
+                    start = seq_indent + 1  # libyaml puts an empty item right after its dash
+                    seq_spans.append(new(Span, (line_no, start, line_no, start)))
                 continue
             seq.append(value)
-            if positions or "[[" in text:
-                start = len(dash) + len(isp) + 1
-                k = (line_no, start, line_no, start + size)
-                span = span_get(k)
-                if span is None:
-                    span = _new(Span, k)
-                    cache[span] = span
-                if positions:
-                    seq_spans.append(span)
+            if positions:
+                start = seq_indent + len(isp) + 1
+                span = new(Span, (line_no, start, line_no, start + size))
+                seq_spans.append(span)
                 if "[[" in text:
-                    strings.append((open_key, text, span, iplain or idq))
+                    strings.append((open_key, text, span, iplain or idq))  # type: ignore[arg-type]
+            elif "[[" in text:
+                start = seq_indent + len(isp) + 1
+                span = new(Span, (line_no, start, line_no, start + size))
+                strings.append((open_key, text, span, iplain or idq))  # type: ignore[arg-type]
             continue
         if not key:
             if bad:
@@ -575,19 +583,19 @@ def _fast_parts(
             continue  # blank or comment line
         # a top-level key
         if open_key is not None:
-            _close(open_key, open_line, seq, seq_spans, meta, items, cache)
+            _close(open_key, open_line, seq, seq_spans, meta, items)
             open_key = seq = None
-        if key[0] in maybe_typed and _typed(key).__class__ is not str:
-            raise _NotSimple  # `yes:`, `null:`... are not string keys
+        known = known_key(key)
+        if known is None:  # first time this key is seen (since the caches were last emptied)
+            if key[0] in maybe_typed and _typed(key).__class__ is not str:
+                raise _NotSimple  # `yes:`, `null:`... are not string keys
+            if len(_KEY_CACHE) >= _CACHE_LIMIT:
+                _KEY_CACHE.clear()
+            known = _KEY_CACHE[key] = key
+        key = known
         size = len(key)
-        key = str_share(key, key) if size <= _SHORT else key
         if positions:
-            k = (line_no, 1, line_no, size + 1)
-            span = span_get(k)
-            if span is None:
-                span = _new(Span, k)
-                cache[span] = span
-            keys[key] = span
+            keys[key] = new(Span, (line_no, 1, line_no, size + 1))
         if not ksp:
             open_key = key
             open_line = line_no
@@ -595,38 +603,47 @@ def _fast_parts(
         col = size + len(ksp) + 2
         if plain:
             text = source = plain
-            value = typed_get(text, miss)
-            if value is miss:
-                value = _typed(text)
+            if text[0] in typed_first:
+                value = typed_get(text, miss)
+                if value is miss:
+                    value = _typed(text)
+            else:
+                value = str_share(text, text) if len(text) <= short else text
         elif dq:
             text = dq[1:-1]
             source = dq
-            value = str_share(text, text) if len(text) <= _SHORT else text
+            value = str_share(text, text) if len(text) <= short else text
         elif sq:
             source = sq
             text = sq[1:-1]
             if "''" in text:
                 text = text.replace("''", "'")
-            value = str_share(text, text) if len(text) <= _SHORT else text
+            value = str_share(text, text) if len(text) <= short else text
         else:
             _flow(flow, key, line_no, col, positions, meta, items, strings)
             continue
         meta[key] = value
-        if (positions and key in list_fields) or "[[" in text:
-            k = (line_no, col, line_no, col + len(source))
-            span = span_get(k)
-            if span is None:
-                span = _new(Span, k)
-                cache[span] = span
+        if "[[" in text or (positions and key in list_fields):
+            span = new(Span, (line_no, col, line_no, col + len(source)))
             if positions and key in list_fields:
                 items[key] = [span]
             if "[[" in text:
                 strings.append((key, text, span, source))
     if open_key is not None:
-        _close(open_key, open_line, seq, seq_spans, meta, items, cache)
+        _close(open_key, open_line, seq, seq_spans, meta, items)
     if not positions:
         items.clear()  # `_close` may have put some
     return meta, keys, items, strings
+
+
+#: First characters of the plain scalars that PyYAML's implicit resolvers may turn into something else
+#: than a string (null, bool, int, float, timestamp, merge, value).
+_TYPED_FIRST = frozenset(k for k in _IMPLICIT if k)
+# One-line flow sequences already read (`tags: [cv, rust]` recurs across notes): text -> items.
+_FLOW_CACHE: dict[str, tuple[Any, ...]] = {}
+# A flow sequence whose items are all plain, with nothing that needs the item-by-item reader.
+_SIMPLE_FLOW_RE = re.compile(r"\[([^\[\]{}#:\"'\n]*)\]")
+_FLOW_PLAIN_BAD_FIRST = frozenset(" ,[]{}#'\"?:!&*|>%@`-")
 
 
 def _flow(
@@ -640,6 +657,46 @@ def _flow(
     strings: list[tuple[str, str, Span, str]],
 ) -> None:
     """A one-line flow sequence `[a, "b", 'c']` (`rest` runs from `[` to the end of the line)."""
+    if not positions:
+        cached = _FLOW_CACHE.get(rest)
+        if cached is not None:
+            meta[key] = list(cached)
+            return
+        m = _SIMPLE_FLOW_RE.fullmatch(rest)
+        if m is not None:
+            # plain items separated by commas, no `[[` possible: what the item regex below reads, by split
+            out: list[Any] = []
+            for piece in m[1].split(","):
+                text = piece.strip(" ")
+                if not text or text[0] in _FLOW_PLAIN_BAD_FIRST:
+                    break
+                if text[0] in _TYPED_FIRST:
+                    value = _TYPED_CACHE.get(text, _MISS)
+                    if value is _MISS:
+                        value = _typed(text)
+                else:
+                    value = _STR_CACHE.setdefault(text, text) if len(text) <= _SHORT else text
+                out.append(value)
+            else:
+                if len(_FLOW_CACHE) >= _CACHE_LIMIT:
+                    _FLOW_CACHE.clear()
+                _FLOW_CACHE[rest] = tuple(out)
+                meta[key] = out
+                return
+    _flow_items(rest, key, line_no, col, positions, meta, items, strings)
+
+
+def _flow_items(
+    rest: str,
+    key: str,
+    line_no: int,
+    col: int,
+    positions: bool,
+    meta: dict[str, Any],
+    items: dict[str, list[Span]],
+    strings: list[tuple[str, str, Span, str]],
+) -> None:
+    """`_flow`, item by item: any one-line flow sequence of the subset, with positions."""
     cache = _SPAN_CACHE
     if _EMPTY_FLOW_RE.match(rest):
         _after_quote(rest[rest.index("]") + 1 :])
@@ -698,7 +755,6 @@ def _close(
     spans: list[Span],
     meta: dict[str, Any],
     items: dict[str, list[Span]],
-    cache: dict[tuple[int, int, int, int], Span],
 ) -> None:
     """Store the value of a `key:` line: the block sequence that followed it, or null."""
     if seq is not None:
@@ -709,12 +765,7 @@ def _close(
     if key in _LIST_FIELDS:
         # libyaml places an empty value right after the colon
         col = len(key) + 2
-        k = (line_no, col, line_no, col)
-        span = cache.get(k)
-        if span is None:
-            span = _new(Span, k)
-            cache[span] = span
-        items[key] = [span]
+        items[key] = [_new(Span, (line_no, col, line_no, col))]
 
 
 # -- splitting -------------------------------------------------------------------------------------
@@ -733,13 +784,14 @@ def split_frontmatter(text: str) -> tuple[int, int, int] | None:
     if opening is None:  # `----` or `--- title`: a rule or text, not a frontmatter
         return None
     fm_start = opening.end()
-    closing = _CLOSE_RE.search(text, fm_start)
+    # the opening line ends with "\n" (else fm_start is the end of the text and nothing is found)
+    closing = _CLOSE_RE.search(text, fm_start - 1)
     if closing is None:
         return (fm_start, -1, -1)
     body_start = closing.end()
     if body_start < len(text) and text[body_start] == "\n":
         body_start += 1
-    return (fm_start, closing.start(), body_start)
+    return (fm_start, closing.start() + 1, body_start)
 
 
 def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
@@ -775,7 +827,7 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     `positions_skipped` is True and they are empty): `grasbot.notes.Note` computes them on first access.
     """
     result = ParsedFile(text=text, meta={}, body=text, body_line=1, has_frontmatter=False)
-    if not text.strip():
+    if not text or text.isspace():  # (not `text.strip()`: that copies the whole text)
         result.problems.append(Problem(path, 1, 1, "empty file", "empty"))
         return result
     where = split_frontmatter(text)
@@ -795,7 +847,7 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     result.body_start = body_start
     result.body_line = text.count("\n", 0, body_start) + 1
     # the YAML starts on line 2; fm_end is the start of the closing `---` line
-    result.frontmatter_span = Span(2, 1, text.count("\n", 0, fm_end) + 1, 1)
+    result.frontmatter_span = _new(Span, (2, 1, text.count("\n", 0, fm_end) + 1, 1))
     if fm_end > fm_start:
         _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result, positions)
     return result

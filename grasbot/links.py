@@ -24,24 +24,30 @@ Resolution rules (Obsidian's, made explicit):
 
 from __future__ import annotations
 
+import operator
 import posixpath
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from urllib.parse import unquote
+from itertools import chain
 
-from grasbot.frontmatter import _SPAN_CACHE, _STR_CACHE, ParsedFile, make_span, share
+from grasbot.frontmatter import _STR_CACHE, ParsedFile, make_span, share
 
-from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution
+from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
 
 _share = _STR_CACHE.setdefault
-_SHORT_RAW = 160  # (sharing cache emptied after a load: see grasbot.frontmatter.clear_caches)
+# (the sharing caches are emptied after a load: see grasbot.frontmatter.clear_caches)
 # Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
 _new = tuple.__new__
 
 __all__ = [
     "parse_body",
+    "scan_body",
+    "links_from_entries",
+    "entry_of",
     "frontmatter_links",
+    "frontmatter_entries",
+    "unquote",
     "mask_code",
     "name_key",
     "heading_key",
@@ -57,7 +63,6 @@ __all__ = [
 # (written "```*" and not "`{3,}": only a plain literal prefix gets the fast scan)
 _BACKTICK_FENCE_RE = re.compile(r"(````*)([^\n]*)")
 _TILDE_FENCE_RE = re.compile(r"(~~~~*)([^\n]*)")
-_BACKTICKS_RE = re.compile(r"``*")
 # [[...]]: the content holds no bracket and no line break.
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # [text](dest "title") / [text](<dest>); text may hold one level of brackets; dest may hold balanced ().
@@ -115,30 +120,6 @@ def _fence_spans(body: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _inline_code_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of inline code: a run of N backticks up to the next run of exactly N, within one
-    paragraph (CommonMark); an unmatched run is literal text."""
-    runs = [(m.start(), m.end()) for m in _BACKTICKS_RE.finditer(text)]
-    spans: list[tuple[int, int]] = []
-    i = 0
-    n = len(runs)
-    while i < n:
-        start, end = runs[i]
-        size = end - start
-        j = i + 1
-        while j < n:
-            s2, e2 = runs[j]
-            if e2 - s2 == size:
-                break
-            j += 1
-        if j < n and "\n\n" not in text[end : runs[j][0]]:
-            spans.append((start, runs[j][1]))
-            i = j + 1
-        else:
-            i += 1
-    return spans
-
-
 def mask_code(body: str) -> str:
     """`body` with fenced code blocks and inline code replaced by spaces (same length, line breaks kept),
     so that regexes run on the result find nothing inside code and keep exact offsets."""
@@ -154,17 +135,20 @@ def mask_code(body: str) -> str:
             pieces.append(body[last:])
             body = "".join(pieces)
     if "`" in body:
-        spans = _inline_code_spans(body)
-        if spans:
-            pieces = []
-            last = 0
-            for start, end in spans:
-                pieces.append(body[last:start])
-                pieces.append(_blank_keep_lines(body[start:end]))
-                last = end
-            pieces.append(body[last:])
-            body = "".join(pieces)
+        body = _INLINE_CODE_RE.sub(_blank_match, body)
     return body
+
+
+# Inline code (CommonMark, within one paragraph), in one pass of `re`: a maximal run of N backticks, then
+# anything but a blank line (a line break followed by another), up to the next maximal run of exactly N.
+# Runs of another length are content; when a blank line comes first, the run is literal text and the
+# search goes on from the next run. (tests/test_links.py checks it against the run-by-run loop it replaces.)
+# (the first backtick comes first, its look-behind after it, so that `re` can scan for it quickly)
+_INLINE_CODE_RE = re.compile(r"(`(?<!``)`*+)(?:[^`\n]++|\n(?!\n)|(?!\1(?!`))`++)*?(?<!`)\1(?!`)")
+
+
+def _blank_match(m: re.Match[str]) -> str:
+    return _blank_keep_lines(m[0])
 
 
 class _Cursor:
@@ -205,6 +189,20 @@ def _split_wiki(content: str) -> tuple[str, str | None, str | None]:
     return content.strip(), anchor, display
 
 
+# Runs of percent-escapes, decoded together as UTF-8 (invalid sequences become U+FFFD, a lone `%` stays):
+# what urllib.parse.unquote does, without its per-call set-up (a markdown link is decoded per link).
+_PERCENT_RUN_RE = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def _percent_run(m: re.Match[str]) -> str:
+    return bytes.fromhex(m[0].replace("%", "")).decode("utf-8", "replace")
+
+
+def unquote(text: str) -> str:
+    """`urllib.parse.unquote(text)` (UTF-8, errors replaced)."""
+    return _PERCENT_RUN_RE.sub(_percent_run, text) if "%" in text else text
+
+
 def _split_markdown(dest: str) -> tuple[str, str | None]:
     hash_at = dest.find("#")
     anchor: str | None = None
@@ -222,26 +220,59 @@ def is_external(target: str) -> bool:
 
 def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], set[str]]:
     """Links, headings and block ids of a note body that starts on line `first_line` of its file."""
-    links: list[Link] = []
+    entries, headings, blocks = scan_body(body, first_line)
+    return links_from_entries(entries), headings, blocks
+
+
+#: One link in the compact form a loaded vault keeps (see `grasbot.notes.Note`, which stores the entries
+#: of a note end to end in one flat tuple): the fields of `Link` with the span as its start line and
+#: column (a link's text never spans lines, so the span ends on that line, `len(raw)` characters further).
+LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field)
+
+_ENTRY_ORDER = operator.itemgetter(5, 6)  # (line, column): document order
+
+
+def links_from_entries(entries: Iterable[LinkEntry]) -> list[Link]:
+    """`Link`s (with their `Span`) from entries."""
+    return links_from_flat(tuple(chain.from_iterable(entries)))
+
+
+def entry_of(link: Link) -> LinkEntry | None:
+    """The entry of a `Link`, or None when its span is not the one an entry implies (a frontmatter link
+    placed on a multi-line value)."""
+    span = link[5]
+    raw = link[0]
+    if span[0] != span[2] or span[3] != span[1] + len(raw):
+        return None
+    return (raw, link[1], link[2], link[3], link[4], span[0], span[1], link[6])
+
+
+def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading], set[str]]:
+    """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores."""
+    links: list[LinkEntry] = []
     headings: list[Heading] = []
-    blocks: set[str] = set()
     has_wiki = "[[" in body
     has_md = "](" in body
     has_heading = "#" in body
     has_block = "^" in body
     if not (has_wiki or has_md or has_heading or has_block):
-        return links, headings, blocks
+        return links, headings, set()
     masked = mask_code(body) if "`" in body or "~~~" in body else body
-
-    wiki_ranges: list[tuple[int, int]] = []
+    # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
+    # to local names and does no more than the entry needs.
+    count = masked.count
+    rfind = masked.rfind
+    share = _share
+    wiki_starts: list[int] = []
+    wiki_ends: list[int] = []
     if has_wiki:
         # line numbers by counting line breaks since the previous match (matches come in order)
         line = first_line
         last = 0
-        count = masked.count
-        rfind = masked.rfind
+        append = links.append
+        start_append = wiki_starts.append
+        end_append = wiki_ends.append
         wiki, embed = LinkKind.WIKILINK, LinkKind.EMBED
-        cache = _SPAN_CACHE
         for m in _WIKI_RE.finditer(masked):
             start, end = m.span()
             kind = wiki
@@ -252,7 +283,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 if before == "!":
                     start -= 1
                     kind = embed
-            content = m.group(1)
+            content = m[1]
             if "|" in content or "#" in content:
                 target, anchor, display = _split_wiki(content)
                 if not target and anchor is None:
@@ -264,25 +295,21 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 anchor = display = None
             line += count("\n", last, start)
             last = start
-            col = start - rfind("\n", 0, start)
-            key = (line, col, line, col + end - start)
-            span = cache.get(key)
-            if span is None:
-                span = make_span(*key)
             raw = body[start:end]
-            if end - start <= _SHORT_RAW:
-                raw = _share(raw, raw)  # the same `[[name]]` recurs across notes
-            links.append(_new(Link, (raw, _share(target, target), anchor, display, kind, span, None)))
-            wiki_ranges.append((start, end))
+            # (texts shared with equal ones: the same `[[name]]` recurs across notes, and the resolver
+            # then hashes each target once)
+            append((share(raw, raw), share(target, target), anchor, display, kind, line,
+                    start - rfind("\n", 0, start), None))
+            start_append(start)
+            end_append(end)
     if has_md:
         line = first_line
         last = 0
-        count = masked.count
-        rfind = masked.rfind
         md = LinkKind.MARKDOWN
-        md_links: list[Link] = []
+        md_links: list[LinkEntry] = []
+        append = md_links.append
         wi = 0
-        n_wiki = len(wiki_ranges)
+        n_wiki = len(wiki_ends)
         for m in _MD_RE.finditer(masked):
             start, end = m.span()
             if start:
@@ -291,10 +318,11 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                     continue
                 if before == "!":
                     start -= 1
-            while wi < n_wiki and wiki_ranges[wi][1] <= start:
-                wi += 1
-            if wi < n_wiki and wiki_ranges[wi][0] < end:
-                continue  # `[[a]](b)` and the like: the wikilink wins
+            if n_wiki:
+                while wi < n_wiki and wiki_ends[wi] <= start:
+                    wi += 1
+                if wi < n_wiki and wiki_starts[wi] < end:
+                    continue  # `[[a]](b)` and the like: the wikilink wins
             text, angle, plain = m.groups()
             dest = angle if angle is not None else plain
             if dest is None or not dest.strip():
@@ -305,23 +333,21 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
                 target, anchor = _split_markdown(dest)
             line += count("\n", last, start)
             last = start
+            # (a markdown link's text is seldom repeated: not shared)
             col = start - rfind("\n", 0, start)
-            span = make_span(line, col, line, col + end - start)
-            raw = body[start:end]
-            if end - start <= _SHORT_RAW:
-                raw = _share(raw, raw)
-            md_links.append(_new(Link, (raw, _share(target, target), anchor, text, md, span, None)))
+            append((body[start:end], share(target, target), anchor, text, md, line, col, None))
         if md_links:
             if links:
                 links.extend(md_links)
-                links.sort(key=_link_order)
+                links.sort(key=_ENTRY_ORDER)
             else:
                 links = md_links
     if has_heading and ("\n#" in masked or masked.startswith("#")):
         line = first_line - 1  # the "\n" put in front counts one line break too many
         last = 0
         prefixed = "\n" + masked
-        count = prefixed.count
+        pcount = prefixed.count
+        append = headings.append
         for m in _HEADING_RE.finditer(prefixed):
             # offsets in the "\n"-prefixed copy are one past the body's; the text comes from the original
             # (the masked copy blanks inline code such as "### `hasTag()`")
@@ -329,28 +355,26 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
             text = body[hashes_end - 1 : m.end() - 1].strip()
             if text.endswith("#"):
                 text = _HEADING_CLOSE_RE.sub("", text).strip()
-            line += count("\n", last, start)
+            line += pcount("\n", last, start)
             last = start
-            if len(text) <= _SHORT_RAW:
-                text = _share(text, text)  # the same section titles recur across notes
-            headings.append(_new(Heading, (text, hashes_end - start, line)))
+            append(_new(Heading, (share(text, text), hashes_end - start, line)))  # section titles recur
+    blocks: set[str] = set()
     if has_block:
         for m in _BLOCK_RE.finditer(masked):
             start = m.start()
             if not start or masked[start - 1] in _BLOCK_BEFORE:
-                blocks.add(m.group(1))
+                blocks.add(m[1])
     return links, headings, blocks
 
-
-def _link_order(link: Link) -> tuple[int, int]:
-    span = link[5]
-    return span[0], span[1]
 
 
 def frontmatter_links(parsed: ParsedFile) -> list[Link]:
     """`[[x]]` strings written as frontmatter values (``linked: ["[[a]]", "[[b]]"]``, ``up: "[[c]]"``)."""
     out: list[Link] = []
+    append = out.append
     kind = LinkKind.FRONTMATTER
+    share = _share
+    new = _new
     for key, value, span, source in parsed.string_values:
         if (
             value.startswith("[[")
@@ -365,9 +389,10 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
             # the usual `- "[[slug]]"`: no regex, no search
             target = value[2:-2].strip()
             if target:
-                col = span.column + (len(source) - len(value)) // 2
-                where = make_span(span.line, col, span.line, col + len(value))
-                out.append(Link(share(value), share(target), None, None, kind, where, key))
+                line = span[0]
+                col = span[1] + (len(source) - len(value)) // 2
+                append(new(Link, (value, share(target, target), None, None, kind,
+                                  new(Span, (line, col, line, col + len(value))), key)))
             continue
         # exact columns when the value sits on one line as written (plain or simply quoted)
         found = source.find(value) if "\n" not in source else -1
@@ -382,7 +407,47 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
                 where = make_span(span.line, col, span.line, col + m.end() - m.start())
             else:
                 where = span
-            out.append(Link(share(m.group(0)), share(target), anchor, display, kind, where, key))
+            append(Link(share(m.group(0), m.group(0)), share(target, target), anchor, display, kind, where, key))
+    return out
+
+
+def frontmatter_entries(parsed: ParsedFile) -> list[LinkEntry] | None:
+    """`frontmatter_links` as entries (`LinkEntry`), or None when a link has no entry form (one placed on
+    a multi-line value takes that value's span): then the caller uses `frontmatter_links`."""
+    out: list[LinkEntry] = []
+    append = out.append
+    kind = LinkKind.FRONTMATTER
+    share = _share
+    for key, value, span, source in parsed.string_values:
+        if (
+            value.startswith("[[")
+            and value.endswith("]]")
+            and value.count("[") == 2
+            and value.count("]") == 2
+            and "|" not in value
+            and "#" not in value
+            and "\n" not in value
+            and len(source) in (len(value), len(value) + 2)
+        ):
+            target = value[2:-2].strip()
+            if target:
+                append((value, share(target, target), None, None, kind, span[0],
+                        span[1] + (len(source) - len(value)) // 2, key))
+            continue
+        if "\n" in source:
+            return None
+        found = source.find(value)
+        if found == -1:
+            return None
+        for m in _WIKI_RE.finditer(value):
+            if m.start() and value[m.start() - 1] == "\\":
+                continue
+            target, anchor, display = _split_wiki(m.group(1))
+            if not target and anchor is None:
+                continue
+            raw = m.group(0)
+            append((share(raw, raw), share(target, target), anchor, display, kind, span[0],
+                    span[1] + found + m.start(), key))
     return out
 
 
@@ -469,6 +534,12 @@ class AnchorTable:
     def has(self, anchor: str) -> bool:
         if anchor.startswith("^"):
             return anchor[1:].strip().lower() in self.blocks
+        if "#" not in anchor:
+            # one part (nearly every anchor): present anywhere is enough, no ordered scan
+            key = _HEADING_CACHE.get(anchor)
+            if key is None:
+                key = heading_key(anchor)
+            return not key or key in self.headings
         parts = [heading_key(p) for p in anchor.split("#")]
         parts = [p for p in parts if p]
         if not parts:
@@ -525,8 +596,8 @@ class Resolver:
         self._found.clear()
         self._unique.clear()
         name, key = self.keys_of(path, is_note)
-        _insert(self.by_name.setdefault(name, []), path)
-        _insert(self.by_path.setdefault(key, []), path)
+        _insert(self.by_name, name, path)
+        _insert(self.by_path, key, path)
 
     def remove(self, path: str) -> None:
         is_note = self.is_note.pop(path, None)
@@ -538,9 +609,60 @@ class Resolver:
         _discard(self.by_name, name, path)
         _discard(self.by_path, key, path)
 
+    def add_many(self, entries: Iterable[tuple[str, bool]]) -> None:
+        """`add` for many files at once (a whole vault): the same indexes, built by appending in path
+        order instead of re-sorting a list per insertion."""
+        is_note = self.is_note
+        fresh = sorted({path: flag for path, flag in entries if path not in is_note}.items())
+        if not fresh:
+            return
+        self._found.clear()
+        self._unique.clear()
+        by_name = self.by_name
+        by_path = self.by_path
+        keys_of = self.keys_of
+        added: list[tuple[dict[str, list[str]], str]] = []
+        for path, flag in fresh:
+            is_note[path] = flag
+            name, key = keys_of(path, flag)
+            for index, k in ((by_name, name), (by_path, key)):
+                items = index.get(k)
+                if items is None:
+                    index[k] = [path]
+                    added.append((index, k))
+                elif items.__class__ is list and items[-1] < path:
+                    items.append(path)
+                else:  # the index already held later paths (not the case during a load)
+                    _insert(index, k, path)
+        _freeze(added)
+
+    def add_aliases_many(self, owners: Iterable[tuple[str, list[str]]]) -> None:
+        """`add_aliases` for many notes at once, given in path order (a load): appended, not re-sorted."""
+        index = self.alias_owners
+        key_get = _KEY_CACHE.get
+        added: list[tuple[dict[str, list[str]], str]] = []
+        for path, aliases in owners:
+            for alias in aliases:
+                alias = alias.strip()
+                if alias.isascii():  # name_key(alias), without filling its cache
+                    key = alias.lower()
+                    if key == alias:
+                        key = alias  # keep the note's own string, not an equal copy
+                else:
+                    key = key_get(alias) or name_key(alias)
+                items = index.get(key)
+                if items is None:
+                    index[key] = [path]
+                    added.append((index, key))
+                elif items.__class__ is list and items[-1] < path:
+                    items.append(path)
+                elif path not in items:
+                    _insert(index, key, path)
+        _freeze(added)
+
     def add_aliases(self, path: str, aliases: Iterable[str]) -> None:
         for alias in aliases:
-            _insert(self.alias_owners.setdefault(name_key(alias.strip()), []), path)
+            _insert(self.alias_owners, name_key(alias.strip()), path)
 
     def remove_aliases(self, path: str, aliases: Iterable[str]) -> None:
         for alias in aliases:
@@ -558,7 +680,10 @@ class Resolver:
         dotted = key.startswith("./") or key.startswith("../")
         if relative_first or dotted:
             base = name_key(source_folder)
-            rel = posixpath.normpath(posixpath.join(base, key)) if base else posixpath.normpath(key)
+            rel = f"{base}/{key}" if base else key
+            if "/." in "/" + rel or "//" in rel or rel.endswith("/") or not rel:
+                # (otherwise there is nothing for normpath to collapse, and join() is the concatenation)
+                rel = posixpath.normpath(posixpath.join(base, key)) if base else posixpath.normpath(key)
             hit = self._exact(rel)
             if hit:
                 return hit, True
@@ -575,6 +700,9 @@ class Resolver:
         return cands, exact
 
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
+        if "/" not in key and not key.endswith(".md"):
+            # a bare name (most links): its files, already sorted in the index
+            return tuple(self.by_name.get(key, ())), False
         name = key.rsplit("/", 1)[-1]
         cands = list(self.by_name.get(name, ()))
         stripped = ""
@@ -600,15 +728,19 @@ class Resolver:
         if hit:
             return tuple(hit)
         if key.endswith(".md"):
-            return tuple(p for p in self.by_path.get(key[:-3], ()) if self.is_note[p])
+            hit = self.by_path.get(key[:-3])
+            if hit:
+                is_note = self.is_note
+                return tuple([p for p in hit if is_note[p]])
         return ()
 
     def resolve(self, link: Link, source: str, anchors: Callable[[str], AnchorTable | None]) -> Resolution:
         """Follow `link` written in the note at vault path `source`."""
+        # (Resolutions built from tuples, as named tuples allow: skips a Python-level __new__ per link)
         target = link.target
         kind = link.kind
         if kind is LinkKind.MARKDOWN and is_external(target):
-            return Resolution(link, LinkStatus.EXTERNAL)
+            return _new(Resolution, (link, LinkStatus.EXTERNAL, None, (), None))
         if not target:
             path: str = source
             cands: tuple[str, ...] = (source,)
@@ -621,16 +753,16 @@ class Resolver:
                 if owners:
                     others = [o for o in owners if o != source] or owners
                     alias_of = sorted(others, key=_nearest_order(source.rsplit("/", 1)[0] if "/" in source else ""))[0]
-                return Resolution(link, LinkStatus.BROKEN, alias_of=alias_of)
+                return _new(Resolution, (link, LinkStatus.BROKEN, None, (), alias_of))
             path = cands[0]
         anchor = link.anchor
         if anchor and self.is_note.get(path, False):
             table = anchors(path)
             if table is not None and not table.has(anchor):
-                return Resolution(link, LinkStatus.BROKEN_ANCHOR, path, cands if len(cands) > 1 else ())
+                return _new(Resolution, (link, LinkStatus.BROKEN_ANCHOR, path, cands if len(cands) > 1 else (), None))
         if len(cands) > 1 and not exact:
-            return Resolution(link, LinkStatus.AMBIGUOUS, path, cands)
-        return Resolution(link, LinkStatus.OK, path)
+            return _new(Resolution, (link, LinkStatus.AMBIGUOUS, path, cands, None))
+        return _new(Resolution, (link, LinkStatus.OK, path, (), None))
 
     def _learn_unique(self, target: str) -> str:
         """The one file a wikilink `target` finds wherever it is written, or "" when that depends on the
@@ -689,16 +821,34 @@ class Resolver:
         return out
 
 
-def _insert(items: list[str], path: str) -> None:
+def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     # lists stay sorted so that every answer is independent of insertion order
-    if path not in items:
-        items.append(path)
-        items.sort()
+    items = index.get(key)
+    if items is None:
+        index[key] = [path]
+        return
+    if path in items:
+        return
+    if items.__class__ is tuple:  # frozen by a bulk load (see _freeze): a list again once it changes
+        items = index[key] = list(items)
+    items.append(path)
+    items.sort()
+
+
+def _freeze(entries: list[tuple[dict[str, list[str]], str]]) -> None:
+    """Turn the lists a bulk load created into tuples (one allocation instead of two, no spare room: a
+    vault holds one per file name, path and alias); `_insert`/`_discard` make a list again on change."""
+    for index, key in entries:
+        items = index.get(key)
+        if items.__class__ is list:
+            index[key] = tuple(items)  # type: ignore[assignment]
 
 
 def _discard(index: dict[str, list[str]], key: str, path: str) -> None:
     items = index.get(key)
     if items and path in items:
+        if items.__class__ is tuple:
+            items = index[key] = list(items)
         items.remove(path)
         if not items:
             del index[key]

@@ -105,6 +105,17 @@ class Resolution(NamedTuple):
 _UNSET: Any = object()
 
 
+def links_from_flat(flat: tuple[Any, ...]) -> list[Link]:
+    """The `Link`s of a note's compact link storage: the entries of `grasbot.links.scan_body` end to end,
+    eight fields each (raw, target, anchor, display, kind, line, column, field)."""
+    new = tuple.__new__
+    it = iter(flat)
+    return [
+        new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field))
+        for raw, target, anchor, display, kind, line, col, field in zip(it, it, it, it, it, it, it, it)
+    ]
+
+
 class Note:
     """One Markdown file of the vault.
 
@@ -118,7 +129,8 @@ class Note:
     bytes when the vault read it (half the size of a str holding any non-Latin-1 character such as `’`),
     and `text`/`body` are decoded from it on access (a few microseconds: read them once per use, not in a
     loop). `body` is stored separately only when it is not the tail of `text`. `digest` is computed on
-    first access when the note was read from bytes.
+    first access when the note was read from bytes. `links` of a note the vault read are kept as one flat
+    tuple and built on access (see the property).
     """
 
     __slots__ = (
@@ -131,7 +143,8 @@ class Note:
         "has_frontmatter",
         "headings",
         "block_ids",
-        "links",
+        "_links",
+        "_link_entries",
         "problems",
         "_keys",
         "_items",
@@ -147,7 +160,6 @@ class Note:
     has_frontmatter: bool
     headings: list[Heading]
     block_ids: set[str]
-    links: list[Link]
     problems: list[Problem]
     frontmatter_span: Span | None  # the lines between the two `---`, when present
     id: str  # stable id assigned by the vault: slug, else file name, else path where names collide
@@ -197,13 +209,55 @@ class Note:
         `grasbot.vault`, which already holds the bytes: no str copy is kept). `digest` None: computed
         from `raw` on first access. `lazy_positions`: key and item positions are computed from the text
         when first read (only lint reads them)."""
-        note = cls(path, "", body="", **fields)
+        # (slots set directly, not through __init__ and the body setter: a load builds one per file)
+        note = cls.__new__(cls)
+        note.path = path
         note._src = raw
         note._body_at = body_byte
-        note._digest = digest
+        note._body = None
+        note.meta = fields["meta"]
+        note.body_line = fields["body_line"]
+        note.has_frontmatter = fields["has_frontmatter"]
+        note.headings = fields["headings"]
+        note.block_ids = fields["block_ids"]
+        note._links = fields["links"]
+        note._link_entries = fields["link_entries"]
+        note.problems = fields["problems"]
         if lazy_positions:
             note._keys = note._items = None
+        else:
+            note._keys = fields["key_positions"]
+            note._items = fields["item_positions"]
+        note.frontmatter_span = fields["frontmatter_span"]
+        note._digest = digest
+        note.id = ""
         return note
+
+    # -- links ---------------------------------------------------------------------------------------
+    @property
+    def links(self) -> list[Link]:
+        """Every link, as written: the frontmatter's `"[[x]]"` values first, then the body's in order.
+
+        A note read by the vault keeps its links compactly (one flat tuple, a third of the size of the
+        Link and Span objects, which a 10k-note vault would hold some hundred thousand of) and builds the
+        list on each access (about a microsecond per link): read it once per use, not in a loop.
+        """
+        links = self._links
+        if links is None:
+            return links_from_flat(self._link_entries)  # type: ignore[arg-type]
+        return links
+
+    @links.setter
+    def links(self, value: list[Link]) -> None:
+        self._links = value
+        self._link_entries = None
+
+    def _link_targets(self) -> list[str] | tuple[str, ...]:
+        """`[link.target for link in self.links]`, without building the links."""
+        entries = self._link_entries
+        if entries is not None:
+            return entries[1::8]
+        return [link[1] for link in self._links]  # type: ignore[union-attr]
 
     # -- frontmatter positions -------------------------------------------------------------------------
     def _positions(self) -> None:
@@ -301,7 +355,8 @@ class Note:
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
     def __repr__(self) -> str:
-        return f"Note(path={self.path!r}, id={self.id!r}, has_frontmatter={self.has_frontmatter!r}, links={len(self.links)})"
+        links = len(self._link_targets())
+        return f"Note(path={self.path!r}, id={self.id!r}, has_frontmatter={self.has_frontmatter!r}, links={links})"
 
     # -- typed accessors (never raise) -------------------------------------------------------------
     @property

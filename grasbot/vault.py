@@ -2,7 +2,8 @@
 
 The vault keeps, besides the notes, a reverse index from link keys (the normalised file name a link
 asks for, see `grasbot.links.link_key`) to the notes whose links use that key. Updating or removing one
-file then re-resolves only the notes that could be affected by it, never the whole vault.
+file then re-resolves only the notes that could be affected by it, never the whole vault. A load builds
+that index and the backlinks in one pass over the stored resolutions (`Vault._build_reverse`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,25 @@ import hashlib
 import os
 import stat
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path, PurePosixPath
 
 from grasbot.frontmatter import clear_caches, parse_bytes
-from grasbot.links import _LINK_KEY_CACHE, AnchorTable, Resolver, frontmatter_links, link_key, name_key, parse_body
-from grasbot.notes import Link, LinkStatus, Note, Problem, Resolution
+from grasbot.links import (
+    _KEY_CACHE,
+    _LINK_KEY_CACHE,
+    AnchorTable,
+    Resolver,
+    frontmatter_entries,
+    frontmatter_links,
+    link_key,
+    links_from_entries,
+    name_key,
+    scan_body,
+)
+from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -29,6 +42,7 @@ __all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault", "read_note"]
 
 # Prefix of reverse-index keys that record "this broken link's text may equal an alias".
 _ALIAS = "\0"
+_ONLY_STR = {str}
 
 
 @dataclass(slots=True)
@@ -41,17 +55,23 @@ class LinkChange:
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+_NO_BLOCKS: frozenset[str] = frozenset()
 _BAD_BYTES = frozenset(("not-utf8", "binary"))
 
 
 def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
     parsed = parse_bytes(raw, rel, positions=False)
-    links, headings, blocks = parse_body(parsed.body, parsed.body_line)
+    entries, headings, blocks = scan_body(parsed.body, parsed.body_line)
+    if not blocks:
+        blocks = _NO_BLOCKS  # type: ignore[assignment]  # one shared empty set instead of one per note (216 bytes)
+    links: list[Link] | None = None
     if parsed.string_values:
-        fm_links = frontmatter_links(parsed)
-        if fm_links:
-            links = fm_links + links
+        fm_entries = frontmatter_entries(parsed)
+        if fm_entries is None:  # a link placed on a multi-line value: keep Link objects for this note
+            links = frontmatter_links(parsed) + links_from_entries(entries)
+        elif fm_entries:
+            entries = fm_entries + entries
     fields = {
         "meta": parsed.meta,
         "body_line": parsed.body_line,
@@ -59,6 +79,7 @@ def read_note(rel: str, raw: bytes) -> Note:
         "headings": headings,
         "block_ids": blocks,
         "links": links,
+        "link_entries": tuple(chain.from_iterable(entries)) if links is None else None,
         "problems": parsed.problems,
         "key_positions": parsed.key_positions,
         "item_positions": parsed.item_positions,
@@ -71,7 +92,10 @@ def read_note(rel: str, raw: bytes) -> Note:
         head = text[: parsed.body_start]
         body_byte = len(head) if head.isascii() else len(head.encode("utf-8"))
         return Note._from_utf8(rel, raw, body_byte, fields, None, parsed.positions_skipped)
+    link_entries = fields.pop("link_entries")
     note = Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
+    if link_entries is not None:
+        note._links, note._link_entries = None, link_entries
     if parsed.positions_skipped:  # computed from the text on first access, as for the common case
         note._keys = note._items = None
     return note
@@ -79,15 +103,78 @@ def read_note(rel: str, raw: bytes) -> Note:
 
 _OK = LinkStatus.OK
 _new = tuple.__new__
+# O_NONBLOCK: a FIFO that appeared under a note's name must not block the scan forever
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
-def _materialise(links: list[Link], compact: list[str | Resolution]) -> list[Resolution]:
-    """Resolutions from the stored form: a str stands for an OK resolution to that path."""
+def _read_all(fd: int, size: int) -> bytes:
+    """The whole file behind `fd`, whose size was `size` when it was opened: one `read` call in the
+    usual case (no file object, no buffer), more if the file grew meanwhile."""
+    raw = os.read(fd, size + 1)  # one byte more: a file that grew shows it at once
+    if len(raw) <= size:
+        return raw  # (shorter: the file shrank meanwhile, and this is all of it)
+    chunks = [raw]
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _materialise(note: Note, compact: list[str | Resolution]) -> list[Resolution]:
+    """Resolutions from the stored form: a str stands for an OK resolution to that path (a Resolution is
+    stored, with its link, for any other status)."""
     ok = _OK
+    new = _new
+    flat = note._link_entries
+    if flat is None:
+        return [
+            new(Resolution, (link, ok, r, (), None)) if r.__class__ is str else r  # type: ignore[misc]
+            for link, r in zip(note.links, compact)
+        ]
+    # straight from the note's link entries (see Note.links): no intermediate list of links
+    it = iter(flat)
+    entries = zip(it, it, it, it, it, it, it, it)
     return [
-        _new(Resolution, (link, ok, r, (), None)) if r.__class__ is str else r  # type: ignore[misc]
-        for link, r in zip(links, compact)
+        new(Resolution, (
+            new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field)),
+            ok, r, (), None,
+        )) if r.__class__ is str else r  # type: ignore[misc]
+        for (raw, target, anchor, display, kind, line, col, field), r in zip(entries, compact)
     ]
+
+
+class _Memo(dict):  # type: ignore[type-arg]
+    """A dict that computes a missing entry with `fill` and keeps it: `map(memo.__getitem__, keys)` then
+    runs at C speed for every key already seen."""
+
+    __slots__ = ("fill",)
+
+    def __init__(self, fill: Callable[[str], object]) -> None:
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, key: str) -> object:
+        value = self[key] = self.fill(key)
+        return value
+
+
+def _link_key_or_none(target: str) -> str | None:
+    """`link_key(target)`, None for a same-note link (empty target), which has no key; without filling
+    `link_key`'s caches (the caller keeps one answer per distinct target)."""
+    if not target:
+        return None
+    name = target[target.rfind("/") + 1 :]
+    key = name.lower() if name.isascii() else name_key(name)  # name_key of an ASCII name is its lower case
+    return key[:-3] if key.endswith(".md") else key
+
+
+def _link_at(flat: tuple[object, ...], index: int) -> Link:
+    """Link number `index` of a note's flat link entries (see `grasbot.notes.links_from_flat`)."""
+    at = index * 8
+    raw, target, anchor, display, kind, line, col, field = flat[at : at + 8]
+    end = col + len(raw)  # type: ignore[operator, arg-type]
+    return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, end)), field))
 
 
 def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
@@ -151,7 +238,6 @@ class Vault:
         # (these two hold tuples after a load, sets once an update changed them: see _index_add)
         self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
-        self._loading = False
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
@@ -200,27 +286,37 @@ class Vault:
         notes.sort(key=lambda n: n.path)
         vault.notes = {n.path: n for n in notes}
         resolver = vault._resolver
-        for path in sorted(vault.files):
-            resolver.add(path, False)
+        resolver.add_many([(path, False) for path in vault.files] + [(note.path, True) for note in notes])
+        owners = []
+        slug_groups: dict[str, list[str]] = {}
+        stem_groups: dict[str, list[str]] = {}
         for note in notes:
-            resolver.add(note.path, True)
+            path = note.path
             aliases = note.aliases
             if aliases:
-                resolver.add_aliases(note.path, aliases)
-            vault._group_add(note)
+                owners.append((path, aliases))
+            # (what _group_add does, as lists: each note comes once; tuples below, as sets cost four times more)
+            slug = vault._slug_of(note)
+            if slug:
+                slug_groups.setdefault(slug, []).append(path)
+            stem_groups.setdefault(name_key(note.stem), []).append(path)
+        resolver.add_aliases_many(owners)
+        del owners
+        vault._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}
+        vault._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}
+        del slug_groups, stem_groups
         vault._assign_ids(vault.notes.keys())
-        # Every note is indexed once here, so the two reverse indexes are built as lists (no duplicate can
-        # occur; a list is a fraction of a set's size) and frozen into tuples at the end.
-        vault._loading = True
-        for note in notes:
-            vault._set_resolutions(note, vault._resolve_note(note))
-        vault._loading = False
-        for index in (vault._in, vault._dependents):
-            for key, users in index.items():
-                index[key] = tuple(users)
-        for groups in (vault._slug_groups, vault._stem_groups):
-            for key, members in groups.items():
-                groups[key] = tuple(members)
+        vault._resolve_all(notes)
+        # The look-up caches filled by the resolution are returned before the last allocations of the load
+        # (as clear_caches above): they are rebuilt on demand, a few entries per update.
+        resolver._found.clear()
+        resolver._unique = {}
+        _KEY_CACHE.clear()
+        clear_caches()
+        # The backlinks and the reverse index follow from what _resolve_all stored. (Leaving them to the
+        # first query or update that needs them would save a one-shot run ~5% of a load, but make that
+        # first update of a watcher or the TUI take a tenth of a second on 10k notes instead of 1 ms.)
+        vault._build_reverse()
         return vault
 
     def _excluded(self, rel_key: str, name_lower: str) -> bool:
@@ -241,6 +337,9 @@ class Vault:
         except OSError:
             seen = set()
         stack = [(start, top)]
+        exclude_names = self._exclude_names
+        exclude_paths = self._exclude_paths
+        key_get = _KEY_CACHE.get
         while stack:
             rel_dir, abs_dir = stack.pop()
             try:
@@ -255,7 +354,8 @@ class Vault:
                 if name.startswith("."):
                     continue
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                if self._excluded(name_key(rel), name_key(name)):
+                name_lower = name.lower() if name.isascii() else (key_get(name) or name_key(name))  # = name_key
+                if name_lower in exclude_names or (exclude_paths and self._excluded(name_key(rel), name_lower)):
                     continue
                 try:
                     is_dir = entry.is_dir()  # follows symlinks
@@ -306,12 +406,15 @@ class Vault:
         carrying the problem, never an exception."""
         try:
             # O_NONBLOCK: a FIFO that appeared under a note's name must not block the scan forever
-            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-            with os.fdopen(fd, "rb") as fh:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+            fd = os.open(full, _OPEN_FLAGS)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
                     self.problems.append(Problem(rel, 1, 1, "not a regular file: skipped", "unreadable"))
                     return None
-                raw = fh.read()
+                raw = _read_all(fd, st.st_size)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             self.problems.append(Problem(rel, 1, 1, "file vanished while the vault was read: skipped", "unreadable"))
             return None
@@ -399,6 +502,125 @@ class Vault:
     def _resolve_note(self, note: Note) -> list[str | Resolution]:
         return self._resolver.resolve_compact(note.links, note.path, self._anchor_table)
 
+    def _resolve_all(self, notes: list[Note]) -> None:
+        """Resolve and register every note of a fresh load: `_set_resolutions(note, _resolve_note(note))`
+        for each, with the same results, organised for a whole vault (some hundred thousand links).
+
+        Most links are a name or path that finds one file from anywhere, with no anchor: for those the
+        answer is one look-up in a table filled once per distinct target (`_Memo`), taken inside a list
+        comprehension; every other link goes through `_resolve_odd`, which is `Resolver.resolve_compact`'s
+        per-link logic. Only the outgoing edges are recorded here: `_build_reverse` derives the rest.
+        """
+        resolver = self._resolver
+        # target -> the one file it finds from anywhere, or "": the resolver's own table, which
+        # `_learn_unique` fills, made to fill itself on a miss
+        unique = resolver._unique = _Memo(resolver._learn_unique)  # type: ignore[assignment]
+        found = unique.__getitem__
+        markdown = LinkKind.MARKDOWN
+        odd_one = self._resolve_odd
+        res_store = self._res
+        out_store = self._out
+        for note in notes:
+            path = note.path
+            flat = note._link_entries
+            odd: list[Resolution] = []
+            if flat is None:  # a note that keeps Link objects (see read_note): the general path
+                compact = resolver.resolve_compact(note.links, path, self._anchor_table)
+                odd = [r for r in compact if r.__class__ is not str]  # type: ignore[misc]
+            elif not flat:
+                res_store[path] = []
+                continue
+            else:
+                compact = [
+                    p
+                    if kind is not markdown and anchor is None and (p := found(target))
+                    else odd_one(flat, i, path, odd)
+                    for i, (target, anchor, kind) in enumerate(zip(flat[1::8], flat[2::8], flat[4::8]))
+                ]
+            res_store[path] = compact
+            if odd:
+                out = {r for r in compact if r.__class__ is str}
+                for res in odd:
+                    if res.target_path is not None:
+                        out.add(res.target_path)
+            else:
+                out = set(compact)  # type: ignore[arg-type]
+            out.discard(path)
+            if out:
+                out_store[path] = tuple(sorted(out))
+
+    def _resolve_odd(self, flat: tuple[object, ...], index: int, path: str, odd: list[Resolution]) -> str | Resolution:
+        """Link number `index` of a note's entries (see `Note.links`) when it is not the common case of
+        `_resolve_all`, resolved as `Resolver.resolve_compact` does: the target path for an OK link, else
+        the Resolution (also appended to `odd`). The Link itself is built only for a Resolution."""
+        resolver = self._resolver
+        at = index * 8
+        target: str = flat[at + 1]  # type: ignore[assignment]
+        if target and flat[at + 4] is not LinkKind.MARKDOWN:
+            found = resolver._unique.get(target)
+            if found is None:
+                found = resolver._learn_unique(target)
+            if found:
+                anchor: str | None = flat[at + 2]  # type: ignore[assignment]
+                if anchor and resolver.is_note[found]:
+                    table = self._anchor_table(found)
+                    if table is not None and not table.has(anchor):
+                        res = _new(Resolution, (_link_at(flat, index), LinkStatus.BROKEN_ANCHOR, found, (), None))
+                        odd.append(res)
+                        return res
+                return found
+        res = resolver.resolve(_link_at(flat, index), path, self._anchor_table)
+        if res.status is _OK and not res.candidates:
+            return res.target_path  # type: ignore[return-value]
+        odd.append(res)
+        return res
+
+    def _build_reverse(self) -> None:
+        """Build the backlinks (`_in`) and the reverse index (`_dependents`, `_src_keys`) of a fresh load
+        from the stored resolutions: the same entries `_set_resolutions` would have registered note by
+        note, in one pass over the vault instead of one look-up per link and note."""
+        incoming: dict[str, list[str]] = {}
+        for path, targets in self._out.items():  # in path order, as the notes were resolved
+            for target in targets:
+                users = incoming.get(target)
+                if users is None:
+                    incoming[target] = [path]
+                else:
+                    users.append(path)
+        # (tuples: a quarter of a set's size; an update turns the ones it changes into sets, see _index_add)
+        self._in = {target: tuple(users) for target, users in incoming.items()}
+        # (a key equal to a file name already indexed by the resolver is that very string: one copy each)
+        names = {name: name for name in self._resolver.by_name}
+
+        def shared_key(target: str) -> str | None:
+            key = _link_key_or_none(target)
+            return names.get(key, key) if key is not None else None
+
+        key_of = _Memo(shared_key)
+        deps: dict[str, list[str]] = {}
+        src_keys = self._src_keys
+        broken = LinkStatus.BROKEN
+        for path, note in self.notes.items():
+            targets = note._link_targets()
+            if not targets:
+                continue
+            keys = set(map(key_of.__getitem__, targets))
+            keys.discard(None)  # type: ignore[arg-type]
+            compact = self._res.get(path, ())
+            if set(map(type, compact)) != _ONLY_STR:  # some link is not OK: maybe broken, with an alias key
+                for target, res in zip(targets, compact):
+                    if res.__class__ is not str and res.status is broken and target:  # type: ignore[union-attr]
+                        keys.add(_ALIAS + name_key(target.strip()))
+            if keys:
+                src_keys[path] = tuple(keys)
+                for key in keys:
+                    users = deps.get(key)
+                    if users is None:
+                        deps[key] = [path]
+                    else:
+                        users.append(path)
+        self._dependents = {key: tuple(users) for key, users in deps.items()}
+
     def _set_resolutions(self, note: Note, resolutions: list[str | Resolution]) -> None:
         """Record a note's resolutions (compact form) and bring the graph and the reverse index in line."""
         path = note.path
@@ -423,26 +645,6 @@ class Vault:
         self._update_indexes(path, out, keys)
 
     def _update_indexes(self, path: str, out: set[str], keys: set[str]) -> None:
-        if self._loading:  # first (and only) registration of `path` during a load: see _load
-            incoming = self._in
-            for new in out:
-                users = incoming.get(new)
-                if users is None:
-                    incoming[new] = [path]  # type: ignore[assignment]
-                else:
-                    users.append(path)  # type: ignore[union-attr]
-            if out:
-                self._out[path] = tuple(sorted(out))
-            deps = self._dependents
-            for new in keys:
-                users = deps.get(new)
-                if users is None:
-                    deps[new] = [path]  # type: ignore[assignment]
-                else:
-                    users.append(path)  # type: ignore[union-attr]
-            if keys:
-                self._src_keys[path] = tuple(keys)
-            return
         # graph edges (stored as sorted tuples: ten times smaller than sets, and already in answer order)
         old_out = set(self._out.get(path, ()))
         if old_out != out:
@@ -499,13 +701,13 @@ class Vault:
         compact = self._res.get(path)
         if note is None or not compact:
             return []
-        return _materialise(note.links, compact)
+        return _materialise(note, compact)
 
     def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
         """(note path, its resolutions) for every note, sorted by path."""
         for path, note in self.notes.items():
             compact = self._res.get(path)
-            yield path, _materialise(note.links, compact) if compact else []
+            yield path, _materialise(note, compact) if compact else []
 
     def outgoing(self, path: str) -> list[str]:
         """Paths of notes/files this note links to (resolved links only), sorted, unique."""

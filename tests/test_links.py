@@ -292,3 +292,129 @@ def test_markdown_pattern_matches_the_reference(text: str) -> None:
 
     expected = [(m.span(), m.groups()) for m in _MD_REFERENCE.finditer(text)]
     assert [(m.span(), m.groups()) for m in _MD_RE.finditer(text)] == expected
+
+
+# -- the fast forms of the loader against the plain ones they replace ----------------------------------
+
+_CODE_BITS = ["`", "``", "```", "a", " ", "\n", "\n\n", "é", "[[x]]", "~~~", "> ", "\t", "\\"]
+
+
+def _inline_code_spans_reference(text: str) -> list[tuple[int, int]]:
+    """Inline code as first written: a run of N backticks up to the next run of exactly N, within one
+    paragraph (CommonMark); an unmatched run is literal text."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", text)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        j = i + 1
+        while j < len(runs) and runs[j][1] - runs[j][0] != end - start:
+            j += 1
+        if j < len(runs) and "\n\n" not in text[end : runs[j][0]]:
+            spans.append((start, runs[j][1]))
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_CODE_BITS), max_size=30).map("".join))
+def test_inline_code_pattern_matches_the_reference(text: str) -> None:
+    from grasbot.links import _INLINE_CODE_RE
+
+    assert [m.span() for m in _INLINE_CODE_RE.finditer(text)] == _inline_code_spans_reference(text)
+
+
+_PERCENT_BITS = ["%", "%2", "%20", "%C3", "%A9", "%c3%a9", "%zz", "a", "é", "’", "%E2%80%99", "%F0", " ", "%%", "#"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_PERCENT_BITS), max_size=12).map("".join))
+def test_percent_decoding_is_urllib_unquote(text: str) -> None:
+    from urllib.parse import unquote as reference
+
+    from grasbot.links import unquote
+
+    assert unquote(text) == reference(text)
+
+
+_LINK_BITS = ["[[a]]", "![[b.png|3]]", "[[c#h|x]]", "[[#h]]", "[t](d.md)", "[t](<e f.md#g>)", "`[[code]]`",
+              "```\n[[fenced]]\n```", "\n", " ", "é", "## H", "^id", "\\[[esc]]", "[[a]](b)"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LINK_BITS), max_size=20).map("".join), st.integers(1, 30))
+def test_link_entries_give_back_the_links(body: str, first_line: int) -> None:
+    from grasbot.links import entry_of, links_from_entries, scan_body
+
+    entries, headings, blocks = scan_body(body, first_line)
+    links = links_from_entries(entries)
+    assert (links, headings, blocks) == parse_body(body, first_line)
+    assert [entry_of(link) for link in links] == entries
+
+
+_FM_ITEMS = ['"[[a]]"', '"[[b|c]]"', "[[d]]", '"x [[e#f]] y"', "plain", "'[[g]]'", '"[[h]] [[i]]"']
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_FM_ITEMS), max_size=5), st.sampled_from(["block", "flow", "multi-line"]))
+def test_frontmatter_entries_are_the_frontmatter_links(items: list[str], form: str) -> None:
+    from grasbot.links import entry_of, frontmatter_entries
+
+    if form == "block":
+        text = "---\nlinked:\n" + "".join(f"  - {item}\n" for item in items) + "---\n"
+    elif form == "flow":
+        text = "---\nrelated: [" + ", ".join(items) + "]\n---\n"
+    else:
+        text = '---\nup: "[[a]] and\n  [[b]]"\n---\n'
+    parsed = parse_text(text, "n.md")
+    links = frontmatter_links(parsed)
+    entries = frontmatter_entries(parsed)
+    expected = [entry_of(link) for link in links]
+    if None in expected:
+        assert entries is None
+    else:
+        assert entries == expected
+
+
+def test_bulk_indexing_equals_one_by_one() -> None:
+    paths = [("b/Note.md", True), ("a/Note.md", True), ("img.png", False), ("a/b/Note.md", True), ("Z.md", True)]
+    one = Resolver()
+    for path, is_note in paths:
+        one.add(path, is_note)
+    one.add_aliases("Z.md", ["Nick", "nick", "Other"])
+    one.add_aliases("a/Note.md", ["Nick"])
+    bulk = Resolver()
+    bulk.add_many(paths)
+    bulk.add_aliases_many([("Z.md", ["Nick", "nick", "Other"]), ("a/Note.md", ["Nick"])])
+    for index in ("by_name", "by_path", "alias_owners"):
+        assert {k: list(v) for k, v in getattr(bulk, index).items()} == getattr(one, index), index
+    # the compact (tuple) entries of a bulk load change like the lists of a one-by-one index
+    for resolver in (one, bulk):
+        resolver.add("c/Note.md", True)
+        resolver.remove("a/Note.md")
+        resolver.remove_aliases("Z.md", ["Nick"])
+    for index in ("by_name", "by_path", "alias_owners"):
+        assert {k: list(v) for k, v in getattr(bulk, index).items()} == getattr(one, index), index
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "B", ".", "..", "", "é"]), max_size=3).map("/".join),
+    st.lists(st.sampled_from(["a", "..", ".", "", "x.md", "Page.md"]), min_size=1, max_size=4).map("/".join),
+)
+def test_relative_targets_resolve_as_normpath_says(folder: str, target: str) -> None:
+    import posixpath
+
+    resolver = _resolver("a/x.md", "a/B/Page.md", "Page.md", "x.md", "é/a/x.md")
+    source = f"{folder}/src.md" if folder else "src.md"
+    if not target.strip() or target.startswith("/"):
+        return
+    cands, exact = resolver.find(target, source, True)
+    key = target.lower()
+    base = folder.lower()
+    rel = posixpath.normpath(posixpath.join(base, key)) if base else posixpath.normpath(key)
+    direct = resolver._exact(rel)
+    if direct:
+        assert (cands, exact) == (direct, True)

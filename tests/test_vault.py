@@ -11,6 +11,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grasbot.notes import LinkStatus
 from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
@@ -433,3 +435,65 @@ def test_indexes_stay_right_through_updates_after_a_load(tmp_path: Path) -> None
     assert vault.update_file("c.md").relinked == {"a.md"}
     assert vault.incoming("c.md") == ["a.md"]
     assert [r.target_path for r in vault.resolutions("a.md")] == ["c.md", "b.md"]
+
+
+# -- the load's fast paths against the general ones ------------------------------------------------------
+
+CORPORA = Path(os.environ.get("GRASBOT_CORPORA") or Path(__file__).resolve().parents[2] / "shared" / "corpora")
+
+
+def _vaults_to_check() -> list[Path]:
+    found = [FIXTURES / "links", FIXTURES / "broken", Path(__file__).parents[1] / "vault"]
+    found += [CORPORA / name for name in ("obsidian-help-en", "grasbot-vault") if (CORPORA / name).is_dir()]
+    return found
+
+
+@pytest.mark.parametrize("root", _vaults_to_check(), ids=lambda p: p.name)
+def test_load_resolves_and_indexes_as_note_by_note_updates_would(root: Path) -> None:
+    """`Vault._resolve_all` and `Vault._build_reverse` give exactly what the general path
+    (`Resolver.resolve_compact`, then `_set_resolutions` one note at a time) gives."""
+    vault = Vault.load(root)
+    loaded = (dict(vault._res), dict(vault._out), {k: set(v) for k, v in vault._in.items()},
+              {k: set(v) for k, v in vault._dependents.items()}, {k: set(v) for k, v in vault._src_keys.items()})
+    vault._res, vault._out, vault._in, vault._dependents, vault._src_keys = {}, {}, {}, {}, {}
+    vault._resolver._unique.clear()
+    for path, note in vault.notes.items():
+        vault._set_resolutions(note, vault._resolver.resolve_compact(note.links, path, vault._anchor_table))
+    general = (dict(vault._res), dict(vault._out), {k: set(v) for k, v in vault._in.items()},
+               {k: set(v) for k, v in vault._dependents.items()}, {k: set(v) for k, v in vault._src_keys.items()})
+    assert loaded == general
+
+
+def test_the_first_update_after_a_load_keeps_every_index_right(links_vault: Path) -> None:
+    vault = Vault.load(links_vault)
+    _write(links_vault, "Zed.md", "[[Home]]\n")
+    vault.update_file("Zed.md")
+    assert "Zed.md" in vault.incoming("Home.md")
+    _same_as_fresh(vault)
+
+
+def test_loaded_notes_keep_links_compactly_and_give_them_back(links_vault: Path) -> None:
+    from grasbot.frontmatter import parse_text
+    from grasbot.links import frontmatter_links, parse_body
+
+    vault = Vault.load(links_vault)
+    for path, note in vault.notes.items():
+        parsed = parse_text(note.text, path)
+        expected = frontmatter_links(parsed) + parse_body(parsed.body, parsed.body_line)[0]
+        assert note.links == expected, path
+        assert [r.link for r in vault.resolutions(path)] == expected, path
+    note = next(iter(vault.notes.values()))
+    note.links = []  # set by hand: kept as given
+    assert note.links == [] and note._link_entries is None
+
+
+_TARGET_BITS = ["a", "B", "/", ".md", ".MD", "é", "e\u0301", "x.png", " ", "#"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TARGET_BITS), max_size=6).map("".join))
+def test_reverse_index_keys_are_link_keys(target: str) -> None:
+    from grasbot.links import link_key
+    from grasbot.vault import _link_key_or_none
+
+    assert _link_key_or_none(target) == (link_key(target) if target else None)

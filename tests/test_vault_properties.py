@@ -113,8 +113,55 @@ def test_a_vault_of_random_files_loads(tmp_path_factory, files: list[bytes]) -> 
         (folder / f"n{i}.md").write_bytes(raw)
     vault = Vault.load(root)
     assert len(vault.notes) == len(files)
-    for path in vault.notes:
-        for resolution in vault.resolutions(path):
+    for path, note in vault.notes.items():
+        resolutions = vault.resolutions(path)
+        for resolution in resolutions:
             assert resolution.status.value in {"ok", "broken", "broken-anchor", "ambiguous", "external"}
+        # the load's fused resolution is the general one
+        assert resolutions == vault._resolver.resolve_all(note.links, path, vault._anchor_table)
     ids = [note.id for note in vault.notes.values()]
     assert len(set(ids)) == len(ids)
+
+
+_NAMES = ["a", "B", "é", "Cafe\u0301", "n0"]
+_FOLDERS = ["", "x", "x/y", "Z"]
+_LINKS = ["[[{n}]]", "[[{f}/{n}]]", "[[{n}#H]]", "[[{n}#Nope]]", "[[{n}#^blk]]", "[t](../{n}.md)", "[t]({n}.md#H)",
+          "[t](<{f}/{n}.md>)", "[[#H]]", "![[img.png]]", "[[{n}.md]]", "[[missing]]", "[[alias-{n}]]",
+          "[u](https://e.org)"]
+
+
+@st.composite
+def linked_vault(draw: st.DrawFn) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for folder in _FOLDERS:
+        for name in draw(st.lists(st.sampled_from(_NAMES), max_size=3, unique=True)):
+            links = draw(st.lists(st.sampled_from(_LINKS), max_size=6))
+            parts = [
+                form.format(n=draw(st.sampled_from(_NAMES)), f=draw(st.sampled_from(_FOLDERS[1:]))) for form in links
+            ]
+            head = f"---\naliases: [alias-{name}]\nrelated: [\"[[{draw(st.sampled_from(_NAMES))}]]\"]\n---\n"
+            rel = f"{folder}/{name}.md" if folder else f"{name}.md"
+            files[rel] = head + "# H\ntext ^blk\n" + " ".join(parts) + "\n"
+    return files
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(linked_vault())
+def test_load_resolution_and_indexes_equal_the_general_path(  # type: ignore[no-untyped-def]
+    tmp_path_factory, files: dict[str, str]
+) -> None:
+    """Names shared across folders (ambiguous links), relative markdown links, anchors, aliases: the load's
+    fused resolution and its one-pass reverse indexes equal the general, note-by-note path."""
+    root: Path = tmp_path_factory.mktemp("vault")
+    (root / "img.png").write_bytes(b"png")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    vault = Vault.load(root)
+    for path, note in vault.notes.items():
+        assert vault.resolutions(path) == vault._resolver.resolve_all(note.links, path, vault._anchor_table)
+    loaded = ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
+    vault._in, vault._dependents, vault._src_keys, vault._out = {}, {}, {}, {}
+    for path, note in vault.notes.items():
+        vault._set_resolutions(note, vault._res[path])
+    assert loaded == ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
