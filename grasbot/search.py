@@ -21,13 +21,26 @@ where the original was known to fail):
   direct notes is lifted to `GRAPH_SHARE` of that seed's score when it scored less (`graph-from:<seed>`),
   capped strictly below every note that really matches the question (covers at least half of its
   informative mass): the graph lifts a neighbour past weak matches, never past its seed or a real match.
-- **Spelling**: a question token the vault has never seen is matched to the most frequent index term one
-  edit away (or that it begins), for ranking only, at half weight (`stats["corrected"]`).
+- **Spelling** (`grasbot.spelling`): a question token the vault has never seen (and the lexicon does not
+  know) is matched to the index term it most likely stands for: Damerau–Levenshtein on stems (two edits
+  from 8 letters) and one edit on the typed word (`competance` -> `compétence`), first letter kept, fewest
+  edits, then names (title, alias, slug), then document frequency (`stats["corrected"]`). It ranks at
+  `CORRECTION_WEIGHT` and is no evidence, unless the correction is *confident* (long enough not to be
+  another word of the language, not a word of one note, clearly likelier than the runner-up): then it ranks
+  at `SURE_CORRECTION_WEIGHT` and counts as evidence at `SURE_CORRECTION_EVIDENCE`, the question's mass
+  taking the corrected term's IDF instead of an unseen word's. First, though, an unseen word that is another
+  inflection of a vault term (`mangent`, `pointent`, `metre` for the notes' `manger`, `pointer`, `mettre`:
+  `Speller.inflect`) is that term, as if typed in the vault's form (`stats["inflected"]`): the singular
+  `mange` would rank and ground exactly so.
 - **grounded**: the evidence of the best direct note, its BM25F score as a share of the score of an ideal
   note holding every question token strongly, must reach `GROUND_EVIDENCE`. Each token weighs its IDF and
   tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?" sharing `temps` with a
-  note's body stays ungrounded, and a body-only single mention counts little. `SearchConfig.min_score`
-  adds a plain score floor on top.
+  note's body stays ungrounded. A word a note holds in its body only (no title, alias, heading, label...)
+  does not say the note is about it: it counts at `grounding.PASSING_EVIDENCE`, more as other question
+  words in the same note corroborate it ("réparer un vélo" is not grounded on a note that says "il se
+  déplace à vélo", nor "faire pousser des tomates" on one that says "poussez les modifications"). Lexicon
+  expansions and confident corrections count at a discount, once per question word (`grasbot.grounding`).
+  `SearchConfig.min_score` adds a plain score floor on top.
 
 Private notes (any `visibility` but `public`) are never indexed. Notes with a problem: unreadable, binary
 or empty files are skipped; a note whose frontmatter does not parse is *degraded* (indexed from its file
@@ -44,24 +57,22 @@ edits).
 
 from __future__ import annotations
 
-import bisect
 import gc
 import math
 import re
 import time
-from array import array
-from collections import Counter
-from functools import lru_cache
-from itertools import compress
+from itertools import chain, compress
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from grasbot import grounding as _grounding, lexicon as _lexicon
+from grasbot import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
+from grasbot.links import name_key
 from grasbot.notes import Note, visible_to_visitors
-from grasbot.tokenize import token_counts, tokenize, tokenize_short
+from grasbot.tokenize import raw_word_counts, raw_word_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -93,15 +104,18 @@ GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
 CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking ...
-CORRECTION_EVIDENCE = 0.0  # ... and nothing as evidence that the vault covers the question
+CORRECTION_EVIDENCE = 0.0  # ... and nothing as evidence that the vault covers the question, unless
+SURE_CORRECTION_WEIGHT = 0.8  # ... the correction is confident (grasbot.spelling): then it ranks at this
+SURE_CORRECTION_EVIDENCE = 0.8  # ... and is evidence at this share, the question's mass taking its IDF
 EXPANSION_EVIDENCE = 0.7  # a lexicon synonym/translation: evidence at this share, once per original word
 EXPAND_MAX_DF = 0.1  # a question word held by more than this share of the notes is not expanded
-FUZZY_MIN = 5  # shortest question token that spelling correction looks at (shorter: too many neighbours)
-FUZZY_PREFIX_MIN = 6  # shortest token completed as the beginning of an index term
+FUZZY_MIN = _spelling.MIN_LENGTH  # shortest question token that spelling correction looks at
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
 #: grounded when the best note's BM25F reaches this share of the question's ideal score. Chosen on the
-#: question sets (benchmarks/questions-*.yaml, tests/eval/sample-questions.yaml): their off-topic
-#: questions that share words with a vault reach 0.18-0.26, on-topic ones mostly 0.22 and above.
+#: question sets (benchmarks/questions-*.yaml, tests/eval/sample-questions.yaml): with body-only words
+#: discounted (grasbot/grounding.py), their off-topic questions that share words with a vault reach
+#: 0.10-0.228 ("tulipes"), on-topic ones mostly 0.23 and above; the best balanced accuracy over the
+#: five dev sets is at 0.231 (0.983; AUC 0.993), so the threshold stays.
 GROUND_EVIDENCE = 0.23
 _SKIP_PROBLEMS = frozenset({"binary", "unreadable", "empty"})
 _DEGRADE_PROBLEMS = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter"})
@@ -146,23 +160,21 @@ _KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
 _K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
 
 
-@dataclass(slots=True)
-class _Phrase:
-    """A short frontmatter string (alias, title, slug, sample question, label) as a set of tokens."""
-
-    kind: int  # index in _KINDS
-    text: str
-    tokens: tuple[str, ...]  # unique, sorted
+#: A note's phrases, the short frontmatter strings (title, slug, aliases, sample questions, labels), as
+#: parallel lists: their kinds (index in _KINDS), texts, and distinct tokens' term ids (ordered as the
+#: tokens are). Only while a note is read: the index keeps phrases in arrays.
+_Phrases = tuple[list[int], list[str], list[tuple[int, ...]]]
 
 
 @dataclass(slots=True)
 class _Doc:
-    """One indexed note. Its term statistics live in the index's postings, not here (memory)."""
+    """One indexed note. Its term statistics and phrases live in the index's arrays, not here (memory);
+    an update reads them again from `note` (the very object indexed, never mutated) to take it out."""
 
     note: Note
     id: str
     key: tuple[str, str]  # (path, digest or text length): re-tokenize only when this changes
-    phrases: list[_Phrase]
+    full: bool  # read with its frontmatter (False: degraded, file name and body only)
     priority: int | None
     is_moc: bool
     out: tuple[str, ...] = ()  # paths it links to (vault.outgoing), turned into neighbours at query time
@@ -178,7 +190,7 @@ def _indexable(note: Note) -> bool | None:
     if not visible_to_visitors(note):
         return False
     codes = {p.code for p in note.problems}
-    if codes & _SKIP_PROBLEMS or not (note.body.strip() or note.meta):
+    if codes & _SKIP_PROBLEMS or not (note.meta or note.body.strip()):  # (meta first: no copy of the body)
         return False
     if codes & _DEGRADE_PROBLEMS:
         return None
@@ -195,67 +207,288 @@ def _headings(note: Note) -> list[str]:
     return _HEADING.findall(note.body)
 
 
-@lru_cache(maxsize=1 << 16)
-def _phrase_tokens(text: str) -> tuple[str, ...]:
-    return tuple(sorted(set(tokenize_short(text))))
+_TW_TITLE, _TW_ALIASES, _TW_SLUG, _TW_ANSWERS, _TW_LABELS, _TW_HEADINGS = (
+    _TWICE[name] for name in ("title", "aliases", "slug", "answers", "labels", "headings")
+)
 
 
-def _words_of(texts: list[str]) -> list[str]:
-    return [t for text in texts for t in tokenize_short(text)]
+class _Reader:
+    """Reads notes into term ids for one index, for one build or one update.
+
+    Its caches live as long as it does (a build's are dropped with it, so nothing vault-sized stays in
+    memory, and no LRU bound makes a 10k-note vault's 70k distinct frontmatter strings miss every time):
+    a short text's tokens as term ids, and a raw body word's term id (a vault has a few thousand distinct
+    words, so a body is counted and mapped with C-level passes, `token_counts` without its strings)."""
+
+    __slots__ = ("tids_of", "short", "repeats", "raw", "bulk")
+
+    def __init__(self, tids_of: Any, bulk: bool = True) -> None:
+        self.tids_of = tids_of  # SearchIndex._tids: term ids, new terms added to the vocabulary
+        self.bulk = bulk  # a build: cache raw words (else one note: the tokenizer's own caches do)
+        self.short: dict[str, tuple[int, ...]] = {}  # text -> its distinct tokens' ids, in token order
+        self.repeats: dict[str, tuple[int, ...]] = {}  # text -> every token's id, when one repeats
+        self.raw: dict[bytes, int] = {}  # raw body word -> term id (0: stop word, -1: several tokens)
+
+    def phrase(self, text: str, keep: bool = True) -> tuple[int, ...]:
+        """The distinct tokens of a short text as term ids, ordered as the tokens are; kept for the next
+        time unless `keep` is false (a text that rarely repeats: memory)."""
+        found = self.short.get(text)
+        if found is None:
+            tokens = tokenize(text)
+            distinct = sorted(set(tokens))
+            found = tuple(self.tids_of(distinct))
+            if keep:
+                self.short[text] = found
+            if len(distinct) != len(tokens):
+                self.repeats[text] = tuple(self.tids_of(tokens))
+        return found
+
+    def body(self, text: str) -> tuple[Sequence[int], Sequence[int]]:
+        """Term ids of the body's tokens and their counts, one entry per distinct raw word: an id may
+        appear twice (`pile`, `piles`) and 0 stands for stop words (the caller sums and drops)."""
+        if not self.bulk:
+            tokens, values = token_counts(text)
+            return self.tids_of(tokens), values
+        counts = raw_word_counts(text)
+        if not counts:
+            return (), ()
+        raw = self.raw
+        try:  # after the first notes, every word of a note is known: one C-level multi-get
+            tids: Sequence[int] = itemgetter(*counts)(raw) if len(counts) > 1 else (raw[next(iter(counts))],)
+        except KeyError:
+            self._learn(counts)
+            tids = itemgetter(*counts)(raw) if len(counts) > 1 else (raw[next(iter(counts))],)
+        values: Sequence[int] = list(counts.values())
+        if -1 in tids:  # a raw word with several tokens (non-ASCII punctuation inside): one entry each
+            tids, values = list(tids), list(values)
+            for word, count in counts.items():
+                if raw[word] == -1:
+                    extra = self.tids_of(raw_word_tokens(word))
+                    tids.extend(extra)
+                    values.extend([count] * len(extra))
+            values = [c for t, c in zip(tids, values) if t != -1]
+            tids = [t for t in tids if t != -1]
+        return tids, values
+
+    def _learn(self, words: Iterable[bytes]) -> None:
+        """Map the raw words not seen yet to their term ids (new terms in one `tids_of` call)."""
+        raw = self.raw
+        singles = []
+        for word in sorted(set(words).difference(raw)):
+            tokens = raw_word_tokens(word)
+            if len(tokens) == 1:
+                singles.append(word)
+            else:
+                raw[word] = -1 if tokens else 0
+        for word, tid in zip(singles, self.tids_of([raw_word_tokens(w)[0] for w in singles])):
+            raw[word] = tid
+
+    def read(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, list[int], tuple[int, ...], Sequence[int], Sequence[int]]:
+        """The note read: its phrases (kinds, texts, term ids); its short fields' tokens (term ids), one
+        entry per occurrence, field after field (title, aliases, slug, answers, labels, headings), and the
+        number in each field (BM25F: a token's weighted frequency is the sum of its entries' field
+        weights; the weights are multiples of 0.5, so twice the sum is an exact integer); and its body
+        counts (see `body`). The caller sums the entries per term (in C).
+
+        A build reads 10k notes and 200k short strings: list-level operations, no call per string."""
+        if full:
+            title, slug = note.title, note.slug or ""
+            aliases, answers, domains, tags = note.aliases, note.answers, note.domains, note.tags
+        else:
+            title, slug, aliases, answers, domains, tags = note.stem, "", [], [], [], []
+        headings = _headings(note)
+        # Fields in BM25F order: title, aliases, slug, answers, domains + tags, headings.
+        texts = [title, *aliases, slug, *answers, *domains, *tags, *headings]
+        found: list[tuple[int, ...] | None] = list(map(self.short.get, texts))
+        a = 1 + len(aliases)  # the slug's place
+        b = a + 1 + len(answers)  # the labels' start
+        c = b + len(domains) + len(tags)  # the headings' start
+        if None in found:
+            # Titles and sample questions are mostly one of a kind: not kept (labels, headings and
+            # aliases recur from note to note).
+            phrase = self.phrase
+            found = [f if f is not None else phrase(x, not (i == 0 or a < i < b)) for i, (f, x) in enumerate(zip(found, texts))]
+        occ = found
+        repeats = self.repeats
+        if repeats and not repeats.keys().isdisjoint(texts):
+            occ = [repeats.get(x, f) for x, f in zip(texts, found)]
+        sizes = list(map(len, occ))  # type: ignore[arg-type]
+        fm = list(chain.from_iterable(occ))  # type: ignore[arg-type]
+        field_sizes = (sizes[0], sum(sizes[1:a]), sizes[a], sum(sizes[a + 1 : b]), sum(sizes[b:c]), sum(sizes[c:]))
+        # Phrases in their order (title, slug, aliases, answers, domains, tags), a (kind, tokens) pair
+        # once (`push swap`, `push-swap`, `push_swap`: one alias); the slug only when it is not the title.
+        places = [0, a, *range(1, a), *range(a + 1, c)]
+        kinds = [_K_TITLE, _K_SLUG] + [_K_ALIAS] * (a - 1) + [_K_ANSWER] * len(answers) + [_K_DOMAIN] * len(domains) + [_K_TAG] * len(tags)
+        if not slug or found[a] == found[0]:
+            del places[1], kinds[1]
+        first: dict[tuple[int, tuple[int, ...]], int] = {}
+        for kind, i in zip(kinds, places):
+            tids = found[i]
+            if tids:
+                first.setdefault((kind, tids), i)  # type: ignore[arg-type]
+        p_kinds = [k for k, _t in first]
+        p_tids = [t for _k, t in first]
+        p_texts = list(map(texts.__getitem__, first.values()))
+        body_tids, body_counts = self.body(note.body)
+        doc = _Doc(
+            note=note,
+            id=note_id(note),
+            key=(note.path, note.digest or str(len(note.text))),
+            full=full,
+            priority=note.priority if full else None,
+            is_moc=note.is_moc if full else False,
+        )
+        return doc, (p_kinds, p_texts, p_tids), fm, field_sizes, body_tids, body_counts
 
 
-def _read_doc(note: Note, full: bool) -> tuple[_Doc, Counter[str], list[str], list[int]]:
-    """The note's phrases; per token, twice its weighted frequency in the short fields (BM25F: the field
-    weight summed over its occurrences; the weights are multiples of 0.5, so this is an exact integer,
-    counted in C); and its body counts (tokens may repeat, "" is a stop word: the caller sums and drops)."""
-    title = note.title if full else note.stem
-    slug = (note.slug or "") if full else ""
-    aliases = note.aliases if full else []
-    answers = note.answers if full else []
-    domains = note.domains if full else []
-    tags = note.tags if full else []
-    title_tokens = tokenize_short(title)
-    slug_tokens = tokenize_short(slug)
-    fm2 = Counter(
-        list(title_tokens) * _TWICE["title"]
-        + _words_of(aliases) * _TWICE["aliases"]
-        + list(slug_tokens) * _TWICE["slug"]
-        + _words_of(answers) * _TWICE["answers"]
-        + _words_of(domains + tags) * _TWICE["labels"]
-        + _words_of(_headings(note)) * _TWICE["headings"]
-    )
-    phrases: list[_Phrase] = []
-    seen: set[tuple[int, tuple[str, ...]]] = set()
-    title_key = (_K_TITLE, _phrase_tokens(title))
-    with_slug = bool(slug) and (_K_TITLE, _phrase_tokens(slug)) != title_key
-    for kind, texts in (
-        (_K_TITLE, (title,)),
-        (_K_SLUG, (slug,) if with_slug else ()),
-        (_K_ALIAS, aliases),
-        (_K_ANSWER, answers),
-        (_K_DOMAIN, domains),
-        (_K_TAG, tags),
-    ):
-        for text in texts:
-            tokens = _phrase_tokens(text)
-            if tokens:
-                key = (kind, tokens)
-                if key not in seen:  # `push swap`, `push-swap`, `push_swap`: one alias
-                    seen.add(key)
-                    phrases.append(_Phrase(kind, text, tokens))
-    body_tokens, body_counts = token_counts(note.body)
-    doc = _Doc(
-        note=note,
-        id=note_id(note),
-        key=(note.path, note.digest or str(len(note.text))),
-        phrases=phrases,
-        priority=note.priority if full else None,
-        is_moc=note.is_moc if full else False,
-    )
-    return doc, fm2, body_tokens, body_counts
+def _name_keys(note: Note) -> tuple[str, ...]:
+    """The names by which the vault tells notes apart when it gives them ids (file name, path without
+    `.md`, slug, the id itself), case-folded: notes that share none cannot change each other's id (a
+    superset of the vault's own groups: grasbot/vault.py, `_id_neighbours`)."""
+    path = note.path
+    base = path[:-3] if path.lower().endswith(".md") else path
+    slug = note.slug
+    names = [base, base.rsplit("/", 1)[-1], (slug or "").strip(), note.id or ""]
+    # (`name_key` is NFC then lower case: for ASCII, lower case alone)
+    return tuple(sorted({name.lower() if name.isascii() else name_key(name) for name in names if name}))
+
+
+class _Names:
+    """Every note of the vault (indexed or not) by name key: what an update looks at for the ids the vault
+    changed beside the notes it re-read, instead of every note."""
+
+    __slots__ = ("keys_of", "paths_of")
+
+    def __init__(self, notes: Mapping[str, Note]) -> None:
+        self.keys_of: dict[str, tuple[str, ...]] = {}
+        self.paths_of: dict[str, list[str]] = {}
+        for path, note in notes.items():
+            self._add(path, note)
+
+    def _add(self, path: str, note: Note) -> None:
+        keys = self.keys_of[path] = _name_keys(note)
+        for key in keys:
+            self.paths_of.setdefault(key, []).append(path)
+
+    def _drop(self, path: str) -> None:
+        for key in self.keys_of.pop(path, ()):
+            paths = self.paths_of[key]
+            paths.remove(path)
+            if not paths:
+                del self.paths_of[key]
+
+    def around(self, paths: Iterable[str], notes: Mapping[str, Note]) -> set[str]:
+        """`paths` and the notes sharing a name key with them (as they were and as they are now), two
+        steps out: the vault renames a note's namesakes and the namesakes of those."""
+        found = set(paths)
+        fresh = found
+        for _step in range(3):
+            keys: set[str] = set()
+            for path in fresh:
+                keys.update(self.keys_of.get(path, ()))
+                note = notes.get(path)
+                if note is not None:
+                    keys.update(_name_keys(note))
+            fresh = set(chain.from_iterable(self.paths_of.get(key, ()) for key in keys)) - found
+            if not fresh:
+                break
+            found |= fresh
+        return found
+
+    def refresh(self, paths: Iterable[str], notes: Mapping[str, Note]) -> None:
+        """Record the name keys of `paths` as they now are (gone when the note is)."""
+        for path in paths:
+            self._drop(path)
+            note = notes.get(path)
+            if note is not None:
+                self._add(path, note)
+
+
+class _Stale(Exception):
+    """A note held by the index no longer reads as it did when indexed (changed in place): rebuild."""
+
+
+#: Notes whose (term, note) entries are summed in one batch while building (bounds the transient arrays;
+#: a slot within a batch is stored on 2 bytes).
+_BUILD_BATCH = 2048
+assert _BUILD_BATCH <= 1 << 16
 
 
 # -- the index ---------------------------------------------------------------------------------------
+
+
+def _compact(lists: tuple[list[int], ...]) -> tuple[np.ndarray, ...]:
+    """Phrase kinds, lengths, tokens, groups and counts per note as compact arrays; the lists emptied."""
+    out = tuple(np.array(values, dtype=dtype) for values, dtype in zip(lists, (np.int8, np.int32, np.int32, np.int32, np.int32)))
+    for values in lists:
+        values.clear()
+    return out
+
+
+#: Twice the field weights of the short fields, in the order of `_Reader.read`'s field sizes.
+_TW_ORDER = np.array([_TW_TITLE, _TW_ALIASES, _TW_SLUG, _TW_ANSWERS, _TW_LABELS, _TW_HEADINGS], dtype=np.int64)
+
+
+def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count: list[int], b_n: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One batch of notes' (term, note) entries summed per pair, sorted by term then note: term ids,
+    slots in the batch, short-field weighted frequencies (twice-weights summed, then halved: exact) and body counts.
+    Stop words (term id 0) are dropped. `fm_sizes`: per note, its number of tokens in each short field."""
+    count = len(b_n)
+    width = max(count, 1)
+    local = np.arange(count, dtype=np.uint64)
+    nf = len(fm_tid)
+    sizes = np.array(fm_sizes, dtype=np.int64).reshape(count, len(_TW_ORDER))
+    t = np.array(fm_tid + b_tid, dtype=np.uint64)
+    s = np.concatenate((np.repeat(local, sizes.sum(axis=1)), np.repeat(local, np.array(b_n, dtype=np.int64))))
+    twice = np.repeat(np.tile(_TW_ORDER, count), sizes.ravel())
+    counts = np.array(b_count, dtype=np.int64)
+    keep = t != 0
+    # Fast path: pair, body count and twice-weight packed in one integer, sorted in place (no argsort,
+    # no gathers), the runs of a pair summed at once. Each field is wide enough for its batch-wide sum,
+    # so a sum never carries into the next field; a vault beyond those bounds takes the general path.
+    twice_bits = max(int(twice.sum()), 1).bit_length() if twice.size else 1
+    count_bits = max(int(counts.sum()), 1).bit_length() if counts.size else 1
+    pair_bits = (int(t.max()) * width + width).bit_length() if t.size else 1
+    if pair_bits + count_bits + twice_bits <= 64:
+        packed = (t * np.uint64(width) + s) << np.uint64(count_bits + twice_bits)
+        del t, s
+        packed[:nf] |= twice.astype(np.uint64)
+        packed[nf:] |= counts.astype(np.uint64) << np.uint64(twice_bits)
+        packed = packed[keep]
+        packed.sort()
+        pair = packed >> np.uint64(count_bits + twice_bits)
+        first = np.ones(pair.size, dtype=bool)
+        np.not_equal(pair[1:], pair[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        pair = pair[starts]
+        if starts.size:
+            sums = np.add.reduceat(packed & np.uint64((1 << (count_bits + twice_bits)) - 1), starts)
+        else:
+            sums = np.zeros(0, dtype=np.uint64)
+        del packed
+        fm_sum = (sums & np.uint64((1 << twice_bits) - 1)).astype(np.float64) * 0.5
+        body_sum = (sums >> np.uint64(twice_bits)).astype(np.float64)
+    else:
+        fm = np.zeros(t.size)
+        fm[:nf] = twice
+        body = np.zeros(t.size)
+        body[nf:] = counts
+        t, s, fm, body = t[keep], s[keep], fm[keep], body[keep]
+        key = t * np.uint64(width) + s
+        del t, s
+        order = np.argsort(key)  # the sums are exact: their order does not matter
+        key = key[order]
+        first = np.ones(key.size, dtype=bool)
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        if starts.size:
+            fm_sum = np.add.reduceat(fm[order], starts) * 0.5
+            body_sum = np.add.reduceat(body[order], starts)
+        else:
+            fm_sum = body_sum = np.zeros(0)
+        pair = key[starts]
+    w = np.uint64(width)
+    return (pair // w).astype(np.int32), (pair % w).astype(np.uint16), fm_sum.astype(np.float32), body_sum.astype(np.float32)
 
 
 def _csr(keys: np.ndarray, size: int) -> np.ndarray:
@@ -339,8 +572,19 @@ class SearchIndex:
 
     Postings are CSR arrays from the last build (`_p_off`, `_p_doc`, `_p_fm`, `_p_body`) with per-term
     replacements for the terms an update touched (`_p_over`). Frontmatter phrases (title, slug, aliases,
-    sample questions, labels) are numbered append-only, with their own term -> phrases postings (`_q_off`,
-    `_q_phrase`, `_q_over`); a changed note's phrases are dropped from those postings and new ones appended.
+    sample questions, labels) are numbered append-only, in arrays (kind, owner, tokens, alias group; only
+    their texts are Python objects), with their own term -> phrases postings (`_q_off`, `_q_phrase`,
+    `_q_over`); a changed note's phrases are dropped from those postings and new ones appended.
+
+    Memory. Nothing per note but its `_Doc` and a few array cells: no token lists, no per-note term list
+    (to take a note out, an update reads it again from the very `Note` object it indexed, which the vault
+    replaces and never changes; a note found changed in place makes the update rebuild). A build reads
+    notes through a `_Reader` whose caches (raw body word -> term id, short text -> term ids) die with
+    the build, and sums (term, note) entries batch by batch (`_sum_pairs`), so its transient arrays stay
+    a fraction of the postings'.
+
+    Updates are proportional to the change: the notes re-read, the notes relinked, and the notes sharing
+    a name with a changed one (`_Names`, built by the first update), whose ids the vault may have changed.
     """
 
     def __init__(self, config: SearchConfig | None = None) -> None:
@@ -364,10 +608,9 @@ class SearchIndex:
         self._p_fm = _EMPTY_F
         self._p_body = _EMPTY_F
         self._p_over: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._d_off = np.zeros(1, dtype=np.int64)  # slot -> its term ids (ascending), from the build ...
-        self._d_tid = _EMPTY_I
-        self._d_over: dict[int, np.ndarray] = {}  # ... or from an update
-        self._ph_list: list[_Phrase | None] = []
+        self._nterms = _Grow([], np.int32)  # distinct terms per slot (checks an update's re-reading)
+        self._names: _Names | None = None  # built by the first update
+        self._ph_text: list[str | None] = []  # phrase id -> its text (None once its note left)
         self._ph_doc = _Grow([], np.int32)
         self._ph_kind = _Grow([], np.int8)
         self._ph_len = _Grow([], np.int32)
@@ -381,13 +624,13 @@ class SearchIndex:
         self._q_off = np.zeros(2, dtype=np.int64)
         self._q_phrase = _EMPTY_I
         self._q_over: dict[int, np.ndarray] = {}
-        self._deletes: dict[str, list[int]] | None = None  # built on the first unknown question word
-        self._sorted_terms: list[tuple[str, int]] = []
+        self._speller: _spelling.Speller | None = None  # built on the first unknown question word
         self._stale = True  # derived arrays (IDF, norms, phrase weights, rank) need recomputing
         self._order_dirty = True
         self._wcache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._pcache: dict[int, np.ndarray] = {}  # term -> its mentions in passing (grounding), until a change
         self._nb_cache: dict[int, list[int]] = {}
-        self._corrections: dict[str, str | None] = {}  # a pure function of the index: reset on change
+        self._corrections: dict[tuple[str, str], _spelling.Correction | None] = {}  # reset on change
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -409,42 +652,61 @@ class SearchIndex:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            notes = vault.notes
-            for path in sorted(change.changed):
-                self._set_note(vault, path, notes.get(path))
-            outgoing = getattr(vault, "outgoing", None)
-            for path in sorted(change.relinked):
-                slot = self._slot_of.get(path)
-                if slot is not None:
-                    self._docs[slot].out = _outgoing(outgoing, path)  # type: ignore[union-attr]
-            # Outside `change`: a note object replaced, or an id that changed because a same-named note
-            # appeared or left (the vault renames its neighbours). Compared for every note in C-level
-            # passes; the few that differ are looked at one by one.
-            paths = list(self._slot_of)
-            docs = list(map(self._docs.__getitem__, self._slot_of.values()))
-            now = list(map(notes.get, paths))
-            held = list(map(_NOTE, docs))
-            differ = set(compress(range(len(paths)), map(is_not, now, held)))
-            ids_now = [note.id if note is not None else "" for note in now] if differ else list(map(_ID, now))
-            differ.update(compress(range(len(paths)), map(ne, ids_now, map(_ID, docs))))
-            for i in sorted(differ):
-                path, doc, note = paths[i], docs[i], now[i]
-                if note is doc.note:
-                    new_id = note_id(note)
-                    if new_id != doc.id:
-                        doc.id = new_id
-                        self._order_dirty = True
-                elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
-                    self._set_note(vault, path, note)
-                else:
-                    doc.note = note
-                    if note_id(note) != doc.id:
-                        doc.id = note_id(note)
-                        self._order_dirty = True
+            self._update(vault, change)
+        except _Stale:  # a note object was changed in place since it was indexed: start again from the vault
+            self._rebuild_now(vault)
         finally:
             if enabled:
                 gc.enable()
         self._stale = True
+
+    def _update(self, vault: Vault, change: LinkChange) -> None:
+        notes = vault.notes
+        for path in sorted(change.changed):
+            self._set_note(vault, path, notes.get(path))
+        outgoing = getattr(vault, "outgoing", None)
+        for path in sorted(change.relinked):
+            slot = self._slot_of.get(path)
+            if slot is not None:
+                self._docs[slot].out = _outgoing(outgoing, path)  # type: ignore[union-attr]
+        # Beside the notes it re-read, the vault may give other notes another id (a same-named note came
+        # or left). Only notes sharing a name with a changed one can be concerned (`_Names`): they are
+        # compared one by one. The first update has no name index yet: it compares every note, in
+        # C-level passes, then builds it from the vault as it now is.
+        names = self._names
+        if names is None:
+            paths = list(self._slot_of)
+            docs = list(map(self._docs.__getitem__, self._slot_of.values()))
+            now = list(map(notes.get, paths))
+            differ = set(compress(range(len(paths)), map(is_not, now, map(_NOTE, docs))))
+            ids_now = [note.id if note is not None else "" for note in now] if differ else list(map(_ID, now))
+            differ.update(compress(range(len(paths)), map(ne, ids_now, map(_ID, docs))))
+            around = [paths[i] for i in differ]
+        else:
+            around = names.around(change.changed | change.relinked, notes)
+        for path in sorted(around):
+            slot = self._slot_of.get(path)
+            note = notes.get(path)
+            if slot is None:
+                continue
+            doc = self._docs[slot]
+            assert doc is not None
+            if note is doc.note:
+                new_id = note_id(note)
+                if new_id != doc.id:
+                    doc.id = new_id
+                    self._order_dirty = True
+            elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
+                self._set_note(vault, path, note)
+            else:
+                doc.note = note
+                if note_id(note) != doc.id:
+                    doc.id = note_id(note)
+                    self._order_dirty = True
+        if names is None:
+            self._names = _Names(notes)
+        else:
+            names.refresh(around, notes)
 
     @property
     def size(self) -> int:
@@ -470,116 +732,159 @@ class SearchIndex:
             if enabled:
                 gc.enable()
 
-    def _tids(self, terms: list[str]) -> list[int]:
+    def _tids(self, terms: Sequence[str]) -> list[int]:
         """Term ids of `terms` (new terms get the next ids, in sorted order), by one C-level multi-get."""
         if not terms:
             return []
         vocab = self._vocab
+        try:  # most calls: every term known (no set built)
+            return list(map(vocab.__getitem__, terms))
+        except KeyError:
+            pass
         missing = set(terms).difference(vocab)
         if missing:
             for term in sorted(missing):
                 tid = len(self._terms)
                 vocab[term] = tid
                 self._terms.append(term)
-                if self._deletes is not None:
-                    self._index_term(tid)
         if len(terms) == 1:
             return [vocab[terms[0]]]
         return list(itemgetter(*terms)(vocab))
 
     def _rebuild_now(self, vault: Vault) -> None:
         self._reset()
-        # Notes take slots in path order (the id order is `_rank`, computed below). Every (term, note)
-        # entry of every field goes into compact C arrays as the note is read, so the per-note token
-        # lists never pile up; one sort then groups the entries by term and note, summing the short
-        # fields' weighted frequencies and the body counts per pair (exact sums).
+        # Notes take slots in path order (the id order is `_rank`, computed below). A note's (term, note)
+        # entries go into compact C arrays as it is read; every `_BUILD_BATCH` notes one numpy sort sums
+        # them per pair (exact sums) and keeps only the pairs, so neither per-note token lists nor the raw
+        # entries of the whole vault pile up (peak memory). The pairs are then placed term by term (a
+        # counting sort: each term's postings stay in slot order).
+        # (Plain lists while reading: list.extend copies pointers, array.extend converts every int.)
         docs: list[_Doc] = []
-        tids = array("q")
-        fm_vals = array("q")
-        fm_sizes = array("q")
-        b_tids = array("q")
-        b_vals = array("q")
-        b_sizes = array("q")
+        batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = []
+        fm_tid: list[int] = []
+        fm_sizes: list[int] = []  # per note, its tokens in each short field (BM25F order)
+        b_tid: list[int] = []
+        b_count: list[int] = []
+        b_n: list[int] = []
+        ph_text: list[str | None] = []
+        ph_kind: list[int] = []
+        ph_len: list[int] = []
+        ph_tok: list[int] = []
+        ph_count: list[int] = []
+        ph_group: list[int] = []
+        ph_lists = (ph_kind, ph_len, ph_tok, ph_group, ph_count)
+        ph_chunks: list[tuple[np.ndarray, ...]] = []  # the lists above, compacted batch after batch
+        groups = self._groups
+        setgroup = groups.setdefault
+        read = _Reader(self._tids).read
+        batch_start = 0
         notes = vault.notes
         for path in sorted(notes):
             note = notes[path]
             mode = _indexable(note)
             if mode is False:
                 continue
-            doc, fm2, body_tokens, body_counts = _read_doc(note, mode is True)
+            doc, phrases, fm, sizes, body_tids, body_counts = read(note, mode is True)
             docs.append(doc)
-            if fm2:
-                tids.extend(self._tids(list(fm2)))
-                fm_vals.extend(fm2.values())
-            fm_sizes.append(len(fm2))
-            b_tids.extend(self._tids(body_tokens))
-            b_vals.extend(body_counts)
-            b_sizes.append(len(body_tokens))
+            fm_tid += fm
+            fm_sizes += sizes
+            b_tid += body_tids
+            b_count += body_counts
+            b_n.append(len(body_tids))
+            p_kinds, p_texts, p_tids = phrases
+            ph_text += p_texts
+            ph_kind += p_kinds
+            ph_len += map(len, p_tids)
+            ph_tok += chain.from_iterable(p_tids)
+            ph_group += [setgroup(t, len(groups)) if k == _K_ALIAS else -1 for k, t in zip(p_kinds, p_tids)]
+            ph_count.append(len(p_kinds))
+            if len(docs) - batch_start >= _BUILD_BATCH:
+                batches.append(_sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n))
+                fm_tid, fm_sizes, b_tid, b_count, b_n = [], [], [], [], []
+                ph_chunks.append(_compact(ph_lists))
+                batch_start = len(docs)
+        if len(docs) > batch_start:
+            batches.append(_sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n))
+        ph_chunks.append(_compact(ph_lists))
+        del fm_tid, fm_sizes, b_tid, b_count, b_n, read  # (the reader's caches with it)
+        ph_kind, ph_len, ph_tok, ph_group, ph_count = (np.concatenate(part) for part in zip(*ph_chunks))
+        del ph_chunks, ph_lists
         s_count = len(docs)
         self._docs = list(docs)
         self._slot_of = {d.note.path: i for i, d in enumerate(docs)}
         self._n = s_count
         v = len(self._terms)
-        t_arr = np.concatenate([np.frombuffer(tids, dtype=np.int64), np.frombuffer(b_tids, dtype=np.int64)])
-        slots = np.arange(s_count, dtype=np.int64)
-        s_arr = np.concatenate([np.repeat(slots, np.frombuffer(fm_sizes, dtype=np.int64)), np.repeat(slots, np.frombuffer(b_sizes, dtype=np.int64))])
-        fm_arr = np.concatenate([np.frombuffer(fm_vals, dtype=np.int64) * 0.5, np.zeros(len(b_tids))])
-        b_arr = np.concatenate([np.zeros(len(tids)), np.frombuffer(b_vals, dtype=np.int64).astype(np.float64)])
-        del tids, fm_vals, b_tids, b_vals
-        keep = t_arr != 0  # "" (stop words)
-        if not keep.all():
-            t_arr, s_arr, fm_arr, b_arr = t_arr[keep], s_arr[keep], fm_arr[keep], b_arr[keep]
-        width = max(s_count, 1)
-        key = t_arr * width + s_arr
-        order = np.argsort(key)
-        key = key[order]
-        first = np.ones(key.size, dtype=bool)
-        first[1:] = key[1:] != key[:-1]
-        starts = np.flatnonzero(first)
-        key = key[starts]
-        p_fm = np.add.reduceat(fm_arr[order], starts) if starts.size else np.zeros(0)
-        p_body = np.add.reduceat(b_arr[order], starts) if starts.size else np.zeros(0)
-        del order, fm_arr, b_arr, t_arr, s_arr
-        p_term = key // width
-        p_slot = key % width
-        self._p_off = _csr(p_term, v + 1)
-        self._p_doc = p_slot.astype(np.int32)
-        self._p_fm = p_fm.astype(np.float32)  # multiples of 0.5: exact
-        self._p_body = p_body.astype(np.float32)  # counts: exact
-        self._dfg = _Grow(np.bincount(p_term, minlength=v), np.int64)
-        lens = np.bincount(p_slot, weights=p_body, minlength=s_count)
+        df = np.zeros(v, dtype=np.int64)
+        for batch in batches:
+            df += np.bincount(batch[0], minlength=v)  # type: ignore[index]
+        p_off = np.zeros(v + 1, dtype=np.int64)
+        np.cumsum(df, out=p_off[1:])
+        total = int(p_off[-1])
+        # The pairs go to their place term by term: each term's entries of a batch are one run (sorted by
+        # term then slot), after those of the earlier batches. One output array at a time, each batch's
+        # column freed once copied, so the batches and the postings are never all in memory at once.
+        lens = np.zeros(s_count)
+        nterms = np.zeros(s_count, dtype=np.int64)
+        columns: dict[int, np.ndarray] = {}
+        for column, dtype in ((2, np.float32), (3, np.float32), (1, np.int32)):  # fm (halves), body, slot
+            out = np.empty(total, dtype=dtype)  # (exact: multiples of 0.5 and counts)
+            cursor = p_off[:-1].copy()
+            first_slot = 0
+            for b, batch in enumerate(batches):
+                tid_b = batch[0]  # type: ignore[index]
+                per_term = np.bincount(tid_b, minlength=v)
+                start_in_batch = np.cumsum(per_term) - per_term
+                at = cursor[tid_b] + (np.arange(tid_b.size, dtype=np.int64) - start_in_batch[tid_b])
+                part = batch[column]  # type: ignore[index]
+                if column == 1:  # slots are stored within the batch (2 bytes)
+                    part = part.astype(np.int32) + np.int32(first_slot)
+                    first_slot += _BUILD_BATCH
+                elif column == 3:  # per note: its body length and its number of terms
+                    slots_b = batch[1].astype(np.int64)  # type: ignore[index]
+                    offset = b * _BUILD_BATCH
+                    lens[offset : offset + _BUILD_BATCH] = np.bincount(slots_b, weights=part, minlength=_BUILD_BATCH)[: s_count - offset]
+                    nterms[offset : offset + _BUILD_BATCH] = np.bincount(slots_b, minlength=_BUILD_BATCH)[: s_count - offset]
+                out[at] = part
+                cursor += per_term
+                batches[b] = batch[:column] + (None,) + batch[column + 1 :]  # type: ignore[index, operator]
+                del at, part, tid_b
+            columns[column] = out
+            del out, cursor
+        del batches
+        p_fm, p_body, p_doc = columns[2], columns[3], columns[1]
+        del columns
+        self._p_off = p_off
+        self._p_doc = p_doc
+        self._p_fm = p_fm
+        self._p_body = p_body
+        self._dfg = _Grow(df, np.int64)
         self._lens = _Grow(lens, np.float64)
         self._total_len = float(lens.sum())
-        # The same pairs note by note (an update needs a note's terms to take it out of the postings).
-        by_doc = np.sort(p_slot * (v + 1) + p_term)
-        self._d_off = _csr(p_slot, s_count)
-        self._d_tid = (by_doc % (v + 1)).astype(np.int32)
-        del by_doc, key, p_term, p_slot
+        self._nterms = _Grow(nterms, np.int32)
 
         # Phrases and their term index.
-        ph_list = [p for d in docs for p in d.phrases]
-        sizes = [len(d.phrases) for d in docs]
-        m = len(ph_list)
-        self._ph_list = list(ph_list)
-        self._ph_doc = _Grow(np.repeat(slots.astype(np.int32), sizes), np.int32)
-        ends = np.cumsum(sizes, dtype=np.int64) if s_count else np.zeros(0, dtype=np.int64)
+        m = len(ph_text)
+        sizes = ph_count.astype(np.int64)
+        slots = np.arange(s_count, dtype=np.int32)
+        self._ph_text = ph_text
+        self._ph_doc = _Grow(np.repeat(slots, sizes), np.int32)
+        ends = np.cumsum(sizes, dtype=np.int64)
         self._ph_end = _Grow(ends, np.int64)
-        self._ph_beg = _Grow(ends - np.asarray(sizes, dtype=np.int64), np.int64)
-        self._ph_kind = _Grow([p.kind for p in ph_list], np.int8)
-        lengths = [len(p.tokens) for p in ph_list]
+        self._ph_beg = _Grow(ends - sizes, np.int64)
+        self._ph_kind = _Grow(ph_kind, np.int8)
+        lengths = ph_len
         self._ph_len = _Grow(lengths, np.int32)
-        qt = np.asarray(self._tids([t for p in ph_list for t in p.tokens]), dtype=np.int64)
+        qt = ph_tok.astype(np.int64)
         self._ph_tok = _Grow(qt, np.int32)
         self._ph_tok_of = _Grow(np.repeat(np.arange(m, dtype=np.int32), lengths), np.int32)
-        groups = self._groups
-        group_ids = [groups.setdefault(p.tokens, len(groups)) if p.kind == _K_ALIAS else -1 for p in ph_list]
-        self._ph_group = _Grow(group_ids, np.int32)
-        g = np.asarray(group_ids, dtype=np.int64)
+        g = ph_group
+        self._ph_group = _Grow(g, np.int32)
         self._group_count = _Grow(np.bincount(g[g >= 0], minlength=len(groups)), np.int64)
         qp = np.repeat(np.arange(m, dtype=np.int64), lengths)
         by_term = np.sort(qt * max(m, 1) + qp)
         self._q_off = _csr(qt, len(self._terms) + 1)
         self._q_phrase = (by_term % max(m, 1)).astype(np.int32)
+        del by_term, qp, qt
         if len(self._terms) > v:  # a phrase token that is in no field (cannot happen today): no posting
             self._dfg.resize(len(self._terms))
 
@@ -615,13 +920,21 @@ class SearchIndex:
             return self._q_phrase[int(self._q_off[tid]) : int(self._q_off[tid + 1])]
         return _EMPTY_I
 
-    def _doc_tids(self, slot: int) -> np.ndarray:
-        found = self._d_over.get(slot)
-        if found is not None:
-            return found
-        if slot + 1 < self._d_off.size:
-            return self._d_tid[int(self._d_off[slot]) : int(self._d_off[slot + 1])]
-        return _EMPTY_I
+    def _old_tids(self, slot: int) -> list[int]:
+        """The term ids of the note in `slot`, read again from the note object it was indexed from (the
+        index keeps no per-note term list: memory). Raises `_Stale` if it no longer reads the same."""
+        doc = self._docs[slot]
+        assert doc is not None
+        _doc, _phrases, fm, _twice, body_tids, body_counts = _Reader(self._tids, bulk=False).read(doc.note, doc.full)
+        tids = set(fm)
+        length = 0
+        for tid, count in zip(body_tids, body_counts):
+            if tid:
+                tids.add(tid)
+                length += count
+        if len(tids) != int(self._nterms.a[slot]) or float(length) != float(self._lens.a[slot]):
+            raise _Stale(doc.note.path)
+        return sorted(tids)
 
     def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
         """Take the note at `path` out of the index (if it was in) and put its new version in (if any).
@@ -633,58 +946,69 @@ class SearchIndex:
         old_id = None
         if old is not None:
             old_id = self._docs[old].id  # type: ignore[union-attr]
-            self._remove(old, parsed[1] if parsed is not None else {})
+            self._remove(old, parsed[2] if parsed is not None else {})
         if parsed is not None:
-            self._place(parsed[0], parsed[1], getattr(vault, "outgoing", None), old)
-        if old is None or parsed is None or parsed[0].id != old_id:
+            self._place(parsed[0], parsed[1], parsed[2], getattr(vault, "outgoing", None), old)
+        if (old is not None or parsed is not None) and (old is None or parsed is None or parsed[0].id != old_id):
             self._order_dirty = True  # an edit that keeps the note's id keeps the id order
 
-    def _parse(self, note: Note, full: bool) -> tuple[_Doc, dict[int, list[float]]]:
-        """The note read, and per term id: [weighted short-field frequency, body count] (exact sums)."""
-        doc, fm2, body_tokens, body_counts = _read_doc(note, full)
+    def _parse(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, dict[int, list[float]]]:
+        """The note read: its doc, its phrases, and per term id [weighted short-field frequency, body
+        count] (exact sums)."""
+        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(self._tids, bulk=False).read(note, full)
+        fm_twice = [w for w, size in zip(_TW_ORDER.tolist(), sizes) for _ in range(size)]
         stats: dict[int, list[float]] = {}
-        for tid, twice in zip(self._tids(list(fm2)), fm2.values()):
-            stats[tid] = [twice * 0.5, 0.0]
-        for tid, count in zip(self._tids(body_tokens), body_counts):
+        for tid, twice in zip(fm, fm_twice):
+            entry = stats.get(tid)
+            if entry is None:
+                stats[tid] = [twice * 0.5, 0.0]
+            else:
+                entry[0] += twice * 0.5
+        for tid, count in zip(body_tids, body_counts):
             if tid:
                 entry = stats.get(tid)
                 if entry is None:
                     stats[tid] = [0.0, float(count)]
                 else:
                     entry[1] += count
-        return doc, stats
+        return doc, phrases, stats
 
     def _remove(self, slot: int, keep: dict[int, list[float]]) -> None:
         """Free `slot`; the postings of the terms in `keep` stay (the caller updates them in place)."""
         doc = self._docs[slot]
         assert doc is not None
-        # Its phrases first (their tokens are still in the vocabulary): out of the phrase postings.
+        old_tids = self._old_tids(slot)  # before any change: raises _Stale if the note cannot be re-read
+        # Its phrases first: out of the phrase postings (a note's phrases are one run of phrase ids, and
+        # their tokens one run of `_ph_tok`).
         beg, end = int(self._ph_beg.a[slot]), int(self._ph_end.a[slot])
-        vocab = self._vocab
-        for pid in range(beg, end):
-            phrase = self._ph_list[pid]
-            assert phrase is not None
-            for term in phrase.tokens:
-                tid = vocab[term]
+        if end > beg:
+            # (bounds of the arrays' own dtype: a list of Python ints would make numpy copy the array)
+            bounds = np.array([beg, end], dtype=np.int32)
+            lo, hi = np.searchsorted(self._ph_tok_of.view(), bounds).tolist()
+            for tid in sorted(set(self._ph_tok.a[lo:hi].tolist())):
                 ph = self._phrase_postings(tid)
-                lo, hi = np.searchsorted(ph, [beg, end]).tolist()
-                if hi > lo:
-                    self._q_over[tid] = np.concatenate([ph[:lo], ph[hi:]])
-            group = int(self._ph_group.a[pid])
-            if group >= 0:
-                self._group_count.a[group] -= 1
-            self._ph_list[pid] = None
+                a, b = np.searchsorted(ph, bounds).tolist()
+                if b > a:
+                    self._q_over[tid] = np.concatenate([ph[:a], ph[b:]])
+            for pid in range(beg, end):
+                group = int(self._ph_group.a[pid])
+                if group >= 0:
+                    self._group_count.a[group] -= 1
+                self._ph_text[pid] = None
         df = self._dfg.a
-        for tid in self._doc_tids(slot).tolist():
+        key = np.int32(slot)  # (a Python int would make searchsorted convert the array)
+        for tid in old_tids:
             if tid in keep:
                 continue
             docs, fm, body = self._postings(tid)
-            at = int(np.searchsorted(docs, slot))
+            at = int(docs.searchsorted(key))
+            if at >= docs.size or docs[at] != slot:
+                raise _Stale(doc.note.path)
             self._p_over[tid] = (_without(docs, at), _without(fm, at), _without(body, at))
             df[tid] -= 1
             if df[tid] == 0:  # no note holds it any more: out of the vocabulary, as in a fresh build
                 del self._vocab[self._terms[tid]]
-        self._d_over[slot] = _EMPTY_I
+        self._nterms.a[slot] = 0
         self._ph_beg.a[slot] = self._ph_end.a[slot] = 0
         self._total_len -= float(self._lens.a[slot])
         self._lens.a[slot] = 0.0
@@ -693,7 +1017,7 @@ class SearchIndex:
         self._free.append(slot)
         self._n -= 1
 
-    def _place(self, doc: _Doc, stats: dict[int, list[float]], outgoing: Any, reuse: int | None) -> None:
+    def _place(self, doc: _Doc, phrases: _Phrases, stats: dict[int, list[float]], outgoing: Any, reuse: int | None) -> None:
         note = doc.note
         if reuse is not None and reuse in self._free:  # the same note again: its slot, its place in id order
             self._free.remove(reuse)
@@ -704,25 +1028,26 @@ class SearchIndex:
         else:
             slot = len(self._docs)
             self._docs.append(None)
-            for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end):
+            for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end, self._nterms):
                 arr.resize(slot + 1)
         doc.out = _outgoing(outgoing, note.path)
         self._dfg.resize(len(self._terms))
         df = self._dfg.a
         order = sorted(stats)
         length = 0.0
+        key = np.int32(slot)  # (a Python int would make searchsorted convert the array)
         for tid in order:
             fm_value, count = stats[tid]
             length += count
             docs, fms, bodies = self._postings(tid)
-            at = int(np.searchsorted(docs, slot))
+            at = int(docs.searchsorted(key))
             if at < docs.size and docs[at] == slot:  # a term the note keeps: in place
                 fms[at] = fm_value
                 bodies[at] = count
             else:
                 self._p_over[tid] = (_with(docs, at, slot), _with(fms, at, fm_value), _with(bodies, at, count))
                 df[tid] += 1
-        self._d_over[slot] = np.asarray(order, dtype=np.int32)
+        self._nterms.a[slot] = len(order)
         self._lens.a[slot] = length
         self._total_len += length
         bonus = 0.0
@@ -732,26 +1057,26 @@ class SearchIndex:
             bonus += MOC_POINTS
         self._bonus.a[slot] = bonus
         # Its phrases, appended (phrase ids only grow, so appending keeps every phrase posting sorted).
-        beg = len(self._ph_list)
-        for phrase in doc.phrases:
-            pid = len(self._ph_list)
-            self._ph_list.append(phrase)
-            tids = self._tids(list(phrase.tokens))
+        beg = len(self._ph_text)
+        for kind, text, tokens in zip(*phrases):
+            pid = len(self._ph_text)
+            self._ph_text.append(text)
+            tids = list(tokens)
             self._ph_tok.extend(tids)
             self._ph_tok_of.extend([pid] * len(tids))
             for tid in tids:
                 self._q_over[tid] = np.append(self._phrase_postings(tid), np.int32(pid))
             group = -1
-            if phrase.kind == _K_ALIAS:
-                group = self._groups.setdefault(phrase.tokens, len(self._groups))
+            if kind == _K_ALIAS:
+                group = self._groups.setdefault(tokens, len(self._groups))
                 self._group_count.resize(len(self._groups))
                 self._group_count.a[group] += 1
             self._ph_group.extend([group])
-        self._ph_doc.extend([slot] * len(doc.phrases))
-        self._ph_kind.extend([p.kind for p in doc.phrases])
-        self._ph_len.extend([len(p.tokens) for p in doc.phrases])
+        self._ph_doc.extend([slot] * len(phrases[0]))
+        self._ph_kind.extend(phrases[0])
+        self._ph_len.extend([len(t) for t in phrases[2]])
         self._ph_beg.a[slot] = beg
-        self._ph_end.a[slot] = len(self._ph_list)
+        self._ph_end.a[slot] = len(self._ph_text)
         self._dfg.resize(len(self._terms))
         self._docs[slot] = doc
         self._slot_of[note.path] = slot
@@ -769,7 +1094,7 @@ class SearchIndex:
         self._idf_unseen = float(math.log1p((n + 0.5) / 0.5))
         avg = self._total_len / n if n else 1.0
         self._norm = 1.0 / (1.0 - BM25_B + BM25_B * self._lens.view() / (avg or 1.0))
-        m = len(self._ph_list)
+        m = len(self._ph_text)
         lengths = self._ph_len.view()
         qt = self._ph_tok.view()
         qp = self._ph_tok_of.view()
@@ -786,14 +1111,24 @@ class SearchIndex:
         self._ph_len_view = lengths
         self._bonus_view = self._bonus.view()
         if self._order_dirty:
-            live = sorted((d.id, d.note.path, s) for s, d in enumerate(self._docs) if d is not None)
-            rank = np.full(len(self._docs), len(self._docs), dtype=np.int64)
-            rank[[s for _i, _p, s in live]] = np.arange(len(live), dtype=np.int64)
+            # Id order, then path (ids are unique in a vault): one numpy sort of the strings (code point
+            # order, as Python's: ids and paths hold no NUL), not a Python sort of tuples (a fifth of a
+            # second on 50k notes).
+            docs = self._docs
+            live = [s for s, d in enumerate(docs) if d is not None]
+            rank = np.full(len(docs), len(docs), dtype=np.int64)
+            if live:
+                ids = np.array([docs[s].id for s in live])  # type: ignore[union-attr]
+                paths = np.array([docs[s].note.path for s in live])  # type: ignore[union-attr]
+                rank[np.asarray(live)[np.lexsort((paths, ids))]] = np.arange(len(live), dtype=np.int64)
+                del ids, paths
             self._rank = rank
             self._order_dirty = False
         self._wcache = {}
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
+        self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
+        self._pcache = {}
         self._stale = False
 
     def _weights(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -811,6 +1146,19 @@ class SearchIndex:
             self._wcache[tid] = found
         return found
 
+    def _phrase_terms(self, kinds: tuple[int, ...]) -> frozenset[str]:
+        """The tokens of the indexed phrases of these kinds (`_K_TITLE`, `_K_ALIAS`, ...)."""
+        m = len(self._ph_text)
+        if not m:
+            return frozenset()
+        # A phrase is live when it lies in its note's run (a note that left, or was re-read, has others).
+        pid = np.arange(m)
+        owner = self._ph_doc.view()
+        live = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & np.isin(self._ph_kind.view(), kinds)
+        tids = np.unique(self._ph_tok.view()[live[self._ph_tok_of.view()]])
+        terms = self._terms
+        return frozenset(terms[t] for t in tids.tolist())
+
     def _neighbours(self, slot: int) -> list[int]:
         """Slots of the candidates `slot` links to (cached until the next change)."""
         found = self._nb_cache.get(slot)
@@ -822,60 +1170,23 @@ class SearchIndex:
         return found
 
     # -- spelling -------------------------------------------------------------------------------------
-    def _correct(self, token: str) -> str | None:
-        """The index term a misspelled question token most likely means, or None.
-
-        Two rules, both on stems: one edit away (insertion, deletion, substitution, transposition) for a
-        token of at least `FUZZY_MIN` characters, or the token is the beginning of an index term (a word
-        cut short, or a suffix the stemmer read differently: `competance` -> `compet` -> `competent`). The
-        most frequent candidate wins (ties: alphabetical), as a spelling corrector would.
-        """
-        if token in self._corrections:
-            return self._corrections[token]
-        fixed = self._correct_uncached(token)
+    def _correct(self, token: str, word: str) -> _spelling.Correction | None:
+        """What a question token the vault has never seen most likely stands for (grasbot/spelling.py),
+        from the token and the visitor's folded `word` it comes from; cached until the index changes."""
+        key = (token, word)
+        if key in self._corrections:
+            return self._corrections[key]
+        if self._speller is None:
+            self._speller = _spelling.Speller(_Frequencies(self._vocab, self._df), self._name_terms(), _spelling.stem_words)
+        fixed = self._speller.correct(token, word or None)
         if len(self._corrections) < 100_000:
-            self._corrections[token] = fixed
+            self._corrections[key] = fixed
         return fixed
 
-    def _index_term(self, tid: int) -> None:
-        """Add one term to the spelling structures (kept up to date once built)."""
-        term = self._terms[tid]
-        if len(term) >= FUZZY_MIN - 1:
-            for variant in sorted(_deletions(term) | {term}):
-                self._deletes.setdefault(variant, []).append(tid)  # type: ignore[union-attr]
-        bisect.insort(self._sorted_terms, (term, tid))
-
-    def _live(self, tid: int) -> bool:
-        """A term id some note holds (ids of terms that left the vocabulary stay in the spelling index)."""
-        return self._vocab.get(self._terms[tid]) == tid and tid != 0
-
-    def _correct_uncached(self, token: str) -> str | None:
-        if len(token) < FUZZY_MIN or token.isdigit():
-            return None
-        if self._deletes is None:
-            deletes: dict[str, list[int]] = {}
-            for term, tid in self._vocab.items():
-                if len(term) >= FUZZY_MIN - 1 and tid:
-                    for variant in _deletions(term) | {term}:
-                        deletes.setdefault(variant, []).append(tid)
-            self._deletes = deletes
-            self._sorted_terms = sorted((term, tid) for term, tid in self._vocab.items() if tid)
-        candidates: set[int] = set()
-        for variant in _deletions(token) | {token}:
-            for tid in self._deletes.get(variant, ()):
-                if self._live(tid) and _one_edit(token, self._terms[tid]):
-                    candidates.add(tid)
-        if not candidates and len(token) >= FUZZY_PREFIX_MIN:
-            ordered = self._sorted_terms
-            at = bisect.bisect_left(ordered, (token, -1))
-            while at < len(ordered) and ordered[at][0].startswith(token):
-                if self._live(ordered[at][1]):
-                    candidates.add(ordered[at][1])
-                at += 1
-        if not candidates:
-            return None
-        best = min(candidates, key=lambda tid: (-int(self._df[tid]), self._terms[tid]))
-        return self._terms[best]
+    def _name_terms(self) -> frozenset[str]:
+        """Tokens of the notes' titles, aliases and slugs: a correction to one of them is preferred."""
+        kinds = (_K_TITLE, _K_SLUG, _K_ALIAS)
+        return self._phrase_terms(kinds)
 
     # -- searching -----------------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None) -> SearchResult:
@@ -891,22 +1202,38 @@ class SearchIndex:
 
         vocab = self._vocab
         corrected: dict[str, str] = {}
-        for t in unique:
-            if t not in vocab and not _lexicon.knows(t):  # lexicon hook: a known word is no misspelling
-                fixed = self._correct(t)
-                if fixed is not None:
-                    corrected[t] = fixed
-        # A corrected token helps ranking (at a reduced weight) but is no evidence that the vault covers
-        # the question: `mass` keeps the misspelled token at the IDF of an unseen word.
+        sure: dict[str, str] = {}  # the confident corrections
+        inflected: dict[str, str] = {}  # another form of the typed word (`mangent` -> `mang`): as if typed so
+        unknown = [t for t in unique if t not in vocab and not _lexicon.knows(t)]  # a known word is no misspelling
+        if unknown:
+            typed = _typed_words(query)
+            for t in unknown:
+                fix = self._correct(t, typed.get(t, ""))
+                if fix is not None and fix.inflection:
+                    inflected[t] = fix.term
+                elif fix is not None:
+                    corrected[t] = fix.term
+                    if fix.confident:
+                        sure[t] = fix.term
+        if inflected:  # ranks, covers and is evidence as the vault's form of the word would (grasbot/spelling.py)
+            unique = sorted((set(unique) - inflected.keys()) | set(inflected.values()))
+        # A corrected token helps ranking (at a reduced weight). An unconfident one is no evidence that
+        # the vault covers the question: `mass` keeps it at the IDF of an unseen word. A confident one
+        # stands for its term: evidence at a discount, and the term's IDF in `mass`.
         originals = [t for t in unique if t not in corrected]
         # -- lexicon hook (grasbot/lexicon.py, grasbot/grounding.py): soft terms are corrections and
         # synonyms/translations; term -> (ranking weight, evidence weight, original word it stands for).
         soft: dict[str, tuple[float, float, str]] = {}
-        for t, fixed in sorted(corrected.items()):
-            soft.setdefault(fixed, (CORRECTION_WEIGHT, CORRECTION_EVIDENCE, t))
+        also_for: dict[str, tuple[str, ...]] = {}  # further original words an expansion stands for
+        for t, fixed in sorted(corrected.items(), key=lambda item: (item[0] not in sure, item[0])):  # sure first
+            if t in sure:
+                soft.setdefault(fixed, (SURE_CORRECTION_WEIGHT, SURE_CORRECTION_EVIDENCE, t))
+            else:
+                soft.setdefault(fixed, (CORRECTION_WEIGHT, CORRECTION_EVIDENCE, t))
         common = {t for t in originals if t in vocab and self._df[vocab[t]] > EXPAND_MAX_DF * n}
         for e in _lexicon.expand(originals, vocab, keep=common):
-            soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))
+            if soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))[2] == e.source and len(e.sources) > 1:
+                also_for[e.term] = e.sources[1:]
         soft = {t: v for t, v in soft.items() if t not in originals}
         if soft:
             unique = sorted(set(originals) | set(soft))
@@ -915,7 +1242,11 @@ class SearchIndex:
         idf_known = self._idf[known] if known else np.zeros(0)
         exact = {vocab[t] for t in originals if t in vocab}
         mass = float(sum(float(self._idf[vocab[t]]) for t in originals if t in vocab))
-        mass += UNSEEN_WEIGHT * self._idf_unseen * (len(originals) - len(exact) + len(corrected))
+        # A confident correction weighs its term's IDF, once per term: to a term the question already holds
+        # as typed, or twice, it is one word twice.
+        stood_for = sorted({fixed for fixed in sure.values() if fixed in soft})
+        mass += sum(float(self._idf[vocab[fixed]]) for fixed in stood_for)
+        mass += UNSEEN_WEIGHT * self._idf_unseen * (len(originals) - len(exact) + len(corrected) - len(sure))
         q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(originals) - len(exact)))
         known_terms = [t for t in unique if t in vocab]
         factor = np.asarray([1.0 if tid in exact else soft[t][0] for t, tid in zip(known_terms, known)]) if known else np.zeros(0)
@@ -934,17 +1265,23 @@ class SearchIndex:
             else:
                 doc_ids = np.concatenate([part[0] for part in parts])
                 w = np.concatenate([part[1] for part in parts])
+            # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/grounding.py).
+            passing = self._passing(known)
+            n_words = len(originals) + len(corrected)
             if soft:  # lexicon hook: soft terms rank at their weight, count as evidence once per word
                 is_exact = np.asarray([tid in exact for tid in known])
                 groups = sorted({v[2] for v in soft.values()})
+                groups = sorted(set(groups) | {g for extra in also_for.values() for g in extra})
                 group = np.asarray([-1 if e else groups.index(soft[t][2]) for t, e in zip(known_terms, is_exact)])
+                also = [() if e else tuple(groups.index(g) for g in also_for.get(t, ())) for t, e in zip(known_terms, is_exact)]
                 ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
-                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots)
+                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known)
                 covered = np.bincount(doc_ids, weights=np.repeat(np.where(is_exact, idf_known, 0.0), lengths), minlength=slots)
             else:
                 bm25 = np.bincount(doc_ids, weights=w, minlength=slots)
-                evidence_bm25 = bm25
-                covered = np.bincount(doc_ids, weights=np.repeat(idf_known, lengths), minlength=slots)
+                own = np.repeat(idf_known, lengths)
+                covered = np.bincount(doc_ids, weights=own, minlength=slots)
+                evidence_bm25 = _grounding.plain(doc_ids, w, passing, own, covered, n_words, bm25)
             best_bm25 = float(bm25.max())
             if best_bm25 > 0:
                 scores = bm25 * (BM25_POINTS / best_bm25)
@@ -960,7 +1297,7 @@ class SearchIndex:
         matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         if ph.size:
             idf_rep = np.repeat(idf_known * factor, q_len)
-            m = len(self._ph_list)
+            m = len(self._ph_text)
             if m <= _DENSE_PHRASES:  # small vault: dense counts are fewer operations than a sort
                 inside = np.bincount(ph, weights=idf_rep, minlength=m)
                 touched = np.flatnonzero(inside)
@@ -1041,7 +1378,7 @@ class SearchIndex:
 
         best_cov = max((h.coverage for h in hits_out if h.direct), default=0.0)
         # Evidence: the best direct note's BM25F as a share of what a note holding every question token
-        # strongly would get. Unseen tokens count at full IDF, body-only single mentions count little.
+        # strongly would get. Unseen tokens count at full IDF, body-only mentions little unless corroborated.
         ideal = mass * (BM25_K1 + 1.0)
         # Over every note, not only the returned ones: `grounded` must not depend on top_k.
         evidence = float(evidence_bm25.max()) / ideal if known and n else 0.0
@@ -1057,9 +1394,25 @@ class SearchIndex:
             "coverage": round(best_cov, 4),
             "evidence": round(evidence, 4),
             "corrected": corrected,
+            "inflected": inflected,
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _passing(self, known: list[int]) -> np.ndarray:
+        """Per posting of the terms `known` (in the order of their `_weights`): is it a body-only
+        mention, in no short field (`grounding.in_passing`)? Cached per term until a change."""
+        parts = []
+        for tid in known:
+            found = self._pcache.get(tid)
+            if found is None:
+                _docs, fm, body = self._postings(tid)
+                found = _grounding.in_passing(fm, body)
+                if len(self._pcache) >= 4096:
+                    self._pcache.clear()
+                self._pcache[tid] = found
+            parts.append(found)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _reasons(self, matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, top: list[int]) -> dict[int, list[str]]:
         """The phrase reasons of the returned notes, from the phrase scores already computed, in a
@@ -1074,11 +1427,12 @@ class SearchIndex:
         bounds = np.searchsorted(touched, self._ph_beg.a[np.asarray(top)], side="left").tolist()
         ends = np.searchsorted(touched, self._ph_end.a[np.asarray(top)], side="left").tolist()
         selected = [j for lo, hi in zip(bounds, ends) for j in range(lo, hi)]
+        kinds = self._ph_kind.a
+        texts = self._ph_text
         for j in selected:
             i = int(owner[j])
             t = int(touched[j])
-            phrase = self._ph_list[t]
-            kind = phrase.kind
+            kind = int(kinds[t])
             slot = parts.setdefault(i, [[], [], [], []])
             if kind == _K_TITLE:
                 slot[1].append("title" if full[j] else "title-partial")
@@ -1096,11 +1450,11 @@ class SearchIndex:
                 if key not in best or points[j] > best[key][0]:
                     best[key] = (float(points[j]), t)
             else:
-                slot[3].append(f"{'domain' if kind == _K_DOMAIN else 'tag'}:{phrase.text}")
+                slot[3].append(f"{'domain' if kind == _K_DOMAIN else 'tag'}:{texts[t]}")
         for (i, kind), (value, t) in best.items():
             slot = parts.setdefault(i, [[], [], [], []])
             if kind == _K_ALIAS:
-                slot[0].append(f"alias:{self._ph_list[t].text}")
+                slot[0].append(f"alias:{texts[t]}")
             else:
                 sim = value / ANSWERS_POINTS
                 slot[2].append("answers-full" if sim >= ANSWERS_FULL else f"answers-partial:{sim:.2f}")
@@ -1108,27 +1462,36 @@ class SearchIndex:
             out[i] = slot[0] + slot[1] + slot[2] + slot[3]
         return out
 
-def _deletions(word: str) -> set[str]:
-    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+class _Frequencies(Mapping[str, int]):
+    """The index's vocabulary as {term: number of notes holding it}, without copying it (spelling)."""
+
+    __slots__ = ("_vocab", "_df")
+
+    def __init__(self, vocab: dict[str, int], df: np.ndarray) -> None:
+        self._vocab = vocab
+        self._df = df
+
+    def __getitem__(self, term: str) -> int:
+        return int(self._df[self._vocab[term]])
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._vocab
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._vocab)
+
+    def __len__(self) -> int:
+        return len(self._vocab)
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """True when `b` is one insertion, deletion, substitution or adjacent transposition away from `a`."""
-    if a == b:
-        return True
-    la, lb = len(a), len(b)
-    if abs(la - lb) > 1:
-        return False
-    if la == lb:
-        diff = [i for i in range(la) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
-    short, long_ = (a, b) if la < lb else (b, a)
-    i = 0
-    while i < len(short) and short[i] == long_[i]:
-        i += 1
-    return short[i:] == long_[i + 1 :]
+def _typed_words(query: str) -> dict[str, str]:
+    """Token -> the folded word the visitor typed for it (the first one), for the spelling corrector."""
+    out: dict[str, str] = {}
+    for word in words(query):
+        token = stem(word)
+        if token and token not in out:
+            out[token] = word
+    return out
 
 
 def _ms(started: float) -> float:

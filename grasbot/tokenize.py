@@ -22,7 +22,10 @@ from operator import itemgetter
 
 import Stemmer
 
-__all__ = ["STOP_WORDS", "count_tokens", "fold", "stem", "token_counts", "tokenize", "tokenize_short", "words"]
+__all__ = [
+    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "stem", "token_counts", "tokenize",
+    "tokenize_short", "words",
+]
 
 _CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
 _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
@@ -104,15 +107,21 @@ def stem(word: str) -> str:
     return _token(word.lower())
 
 
-# Any of the rewrites below may apply (a superset of their own checks): one C-level scan of a long text
-# instead of seven substring searches.
-_REWRITES = re.compile(r"c ?[+#]|c['’ʼ]")
+# Any of the rewrites below may apply (a superset of their own checks, either case): one C-level scan of a
+# long text instead of seven substring searches.
+_REWRITES = re.compile(r"[cC](?: ?[+#]|['’ʼ])")
+_REWRITES_BYTES = re.compile(b"c(?: ?[+#]|'|" + "’".encode() + b"|" + "ʼ".encode() + b")")  # the same on UTF-8
+# The two characters whose lower case is not one letter for one letter, word by word: `İ` becomes `i` and
+# a combining dot (which splits a word), `Σ` depends on the next letter.
+_CASE_SPECIAL = ("\u0130", "\u03a3")
 
 
 def _prepare(text: str) -> str:
-    text = text.lower()
-    if len(text) > 200 and _REWRITES.search(text) is None:
+    if len(text) > 200 and _REWRITES.search(text) is None and _CASE_SPECIAL[0] not in text and _CASE_SPECIAL[1] not in text:
+        # Nothing to rewrite: no need to lowercase a long body here (a copy of it). `_TABLE` lowercases
+        # ASCII letters and `fold` every other one, word by word, to the same tokens.
         return text
+    text = text.lower()
     if "c+" in text or "c +" in text:
         text = _CPP.sub(" cpp ", text)
     if "c#" in text or "c #" in text:
@@ -182,6 +191,25 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def raw_word_counts(text: str) -> Counter[bytes]:
+    """The raw words of `text` with their counts: byte strings, ASCII letters lowercased, split on ASCII
+    punctuation and blanks (see `_TABLE`). `raw_word_tokens` gives a raw word's tokens; an index that maps
+    raw words to term ids once (a vault has few distinct words) tokenizes a long text with C-level passes."""
+    if len(text) > 200 and _CASE_SPECIAL[0] not in text and _CASE_SPECIAL[1] not in text:
+        # `_prepare`'s test on the UTF-8 bytes, ASCII-lowercased: a faster scan of a long body.
+        data = text.encode("utf-8", "surrogatepass")
+        if _REWRITES_BYTES.search(data.lower()) is None:
+            return Counter(data.translate(_TABLE).split())
+    return Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
+
+
+def raw_word_tokens(raw: bytes) -> tuple[str, ...]:
+    """The tokens of one raw word of `raw_word_counts`: usually one, none for a stop word, several when
+    non-ASCII punctuation is glued to it (`l’objectif`). Cached."""
+    found = _RAW.get(raw)
+    return found if found is not None else _raw_tokens(raw)
+
+
 # Raw word -> its single token ("" for a stop word, "\0" when it splits into several tokens): lets a long
 # text be mapped with one C-level multi-get instead of a Python loop per word.
 _SINGLE: dict[bytes, str] = {}
@@ -192,7 +220,7 @@ def token_counts(text: str) -> tuple[list[str], list[int]]:
     """Tokens of `text` with their counts, one entry per distinct raw word: a token may appear more than
     once (`pile`, `piles`) and "" stands for stop words. Cheaper than `count_tokens` on long texts;
     the caller sums duplicates and drops ""."""
-    raw_counts = Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
+    raw_counts = raw_word_counts(text)
     if not raw_counts:
         return [], []
     # set.difference with a dict checks each of our words in the dict (`keys() - keys()` would walk the

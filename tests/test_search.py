@@ -200,6 +200,85 @@ def test_typo_is_corrected_for_ranking(index: SearchIndex) -> None:
     assert result.stats["evidence"] == 0.0
 
 
+def _small_vault(root: Path) -> Path:
+    """Ten notes: a Python skill (named, held by several notes), hobbies that mention a bike once, and
+    subjects that make one note's word rare."""
+    root.mkdir()
+    notes = {
+        "python": ("Python", ["python"], "Python pour les données, les scripts et les services web."),
+        "competences": ("Compétences", ["compétences"], "Ses compétences : Python, Rust, SQL et Docker."),
+        "loisirs": ("Centres d'intérêt", [], "Il a parcouru en 2024 le GR3 entre Saumur et Nantes. Il se déplace au quotidien à vélo."),
+        "rust": ("Rust", [], "Rust pour les services réseau, depuis 2021."),
+    }
+    for i, subject in enumerate(["cartographie", "base de données", "conteneurs", "tests", "cuisine", "photographie"]):
+        notes[f"sujet-{i}"] = (subject.capitalize(), [], f"Quelques lignes sur {subject}, avec Python.")
+    for name, (title, aliases, body) in notes.items():
+        alias_lines = "".join(f"  - {a}\n" for a in aliases)
+        (root / f"{name}.md").write_text(
+            f"---\ntitle: \"{title}\"\nslug: {name}\naliases:\n{alias_lines}visibility: public\n---\n\n{body}\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def test_a_confident_correction_counts_as_evidence(tmp_path: Path) -> None:
+    index = SearchIndex.build(Vault.load(_small_vault(tmp_path / "v")))
+    typed = index.search("competance en pyhton ?")
+    assert typed.stats["corrected"] == {"compet": "competent", "pyhton": "python"}
+    assert typed.hits[0].id in {"python", "competences"}
+    assert typed.grounded and typed.stats["evidence"] > 0
+    # A word one edit from a vault word but too short to tell from another word ranks, proves nothing.
+    assert not index.search("Quel temps fera-t-il lundi ?").grounded
+
+
+def test_a_word_typed_twice_weighs_once(tmp_path: Path) -> None:
+    index = SearchIndex.build(Vault.load(_small_vault(tmp_path / "v")))
+    alone = index.search("python").stats["evidence"]
+    assert index.search("python pyhton").stats["evidence"] == alone  # the typo is the same word again
+    assert index.search("pyhton pytohn").stats["evidence"] == index.search("pyhton").stats["evidence"]
+
+
+def test_a_lone_mention_in_passing_does_not_ground_a_question(tmp_path: Path) -> None:
+    index = SearchIndex.build(Vault.load(_small_vault(tmp_path / "v")))
+    repair = index.search("Comment réparer un vélo ?")
+    assert repair.hits and repair.hits[0].id == "loisirs"  # ranking is unchanged ...
+    assert not repair.grounded  # ... but "vélo" once in a list of hobbies is no source on repairing bikes
+    assert index.search("vélo ?").grounded  # the mention does answer the word alone
+    # Question words that meet in one note corroborate each other.
+    assert index.search("A-t-il parcouru le GR3 en 2024 ?").grounded
+
+
+def _git_vault(root: Path) -> Path:
+    """A help vault where one note says "pousser" again and again in its body (git push), another names
+    "Pousser" in a heading, and the rest fill the vocabulary."""
+    root.mkdir()
+    notes = {
+        "synchroniser": ("Synchroniser vos notes", "Avec git, poussez les modifications. Pousser souvent. "
+                         "Il faut pousser puis récupérer les modifications, et pousser encore."),
+        "publier": ("Publier", "## Pousser vers le site\n\nPousser les pages vers le site publié."),
+        "onglets": ("Onglets", "Ouvrir, fermer et épingler des onglets."),
+        "plier": ("Plier", "Plier une section pour masquer son contenu."),
+        "coffre": ("Créer un coffre", "Un coffre est un dossier de notes."),
+        "themes": ("Thèmes", "Changer les couleurs de l'interface."),
+    }
+    for name, (title, body) in notes.items():
+        (root / f"{name}.md").write_text(f"---\ntitle: \"{title}\"\n---\n\n{body}\n", encoding="utf-8")
+    return root
+
+
+def test_a_plain_word_a_body_repeats_does_not_ground_an_unseen_subject(tmp_path: Path) -> None:
+    index = SearchIndex.build(Vault.load(_git_vault(tmp_path / "v")))
+    # "tomates" is a word the vault has never seen; "pousser" only fills the git note's body: the note is
+    # not about growing anything, however often it says the word (grasbot/grounding.py, body-only).
+    tomatoes = index.search("Comment faire pousser des tomates ?")
+    assert tomatoes.hits and tomatoes.hits[0].id in {"synchroniser", "publier"}  # ranking unchanged
+    assert not tomatoes.grounded
+    # Corroborated by another question word in the same note, the body is a source.
+    assert index.search("Comment pousser les modifications avec git ?").grounded
+    # A one-word question is never discounted: the mention answers the word alone.
+    assert index.search("pousser ?").grounded
+
+
 # -- determinism -----------------------------------------------------------------------------------------
 
 _PROBE = """
@@ -234,6 +313,35 @@ def test_results_do_not_depend_on_hash_seed_or_file_order(tmp_path: Path) -> Non
         env = dict(os.environ, PYTHONHASHSEED=seed)
         run = subprocess.run(
             [sys.executable, "-c", _PROBE, str(vault), *QUESTIONS],
+            capture_output=True, text=True, env=env, cwd=REPO, check=True,
+        )
+        outputs.add(run.stdout)
+    assert len(outputs) == 1, outputs
+
+
+_SPELLING_PROBE = """
+import json, sys
+from grasbot.search import SearchIndex
+from grasbot.vault import Vault
+index = SearchIndex.build(Vault.load(sys.argv[1]))
+out = {}
+for q in sys.argv[2:]:
+    r = index.search(q, top_k=5)
+    out[q] = [r.grounded, r.stats["corrected"], r.stats["evidence"], [h.id for h in r.hits]]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_corrections_and_evidence_do_not_depend_on_hash_seed_or_file_order(tmp_path: Path) -> None:
+    questions = ["competance en pyhton ?", "tempaltes", "Comment réparer un vélo ?", "cpp tempalte shel", "Quel temps fait-il demain ?"]
+    outputs = set()
+    for n, seed in enumerate(("0", "1", "4242")):
+        root = _small_vault(tmp_path / f"s{n}")
+        shutil.copytree(FIXTURES / "basic", root / "basic")
+        vault = _shuffled_copy(root, tmp_path / f"v{n}", n)
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run(
+            [sys.executable, "-c", _SPELLING_PROBE, str(vault), *questions],
             capture_output=True, text=True, env=env, cwd=REPO, check=True,
         )
         outputs.add(run.stdout)
@@ -390,3 +498,84 @@ def test_random_edits_deletes_and_creates_keep_the_index_equal_to_a_fresh_build(
     fresh = SearchIndex.build(Vault.load(root))
     assert fresh.search("chalet").stats["corrected"] == {"chalet": "chalut"}
     assert _full_snapshot(index, ["chalet", "chalut rouge"]) == _full_snapshot(fresh, ["chalet", "chalut rouge"])
+
+
+# -- the index's layout: batches, the general summing path, updates ------------------------------------
+
+
+def test_build_in_small_batches_answers_as_one_batch(sample_vault_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault larger than one build batch: the batches' pairs placed term by term give the same index."""
+    import grasbot.search as search_module
+
+    vault = Vault.load(sample_vault_copy)
+    one = SearchIndex.build(vault)
+    monkeypatch.setattr(search_module, "_BUILD_BATCH", 3)
+    many = SearchIndex.build(vault)
+    questions = ["voilier kayak", "compilateur python", "Parle-moi de docker", "jardin potager", "projets", "pyhton"]
+    assert many.ids == one.ids
+    assert _full_snapshot(many, questions) == _full_snapshot(one, questions)
+
+
+def test_sum_pairs_general_path_matches_the_packed_one() -> None:
+    """Counts too large to pack in one integer take the general path, to the same sums."""
+    import numpy as np
+
+    from grasbot.search import _sum_pairs
+
+    fm_tid = [5, 7, 5, 9]  # note 0: title 5 7, slug 5; note 1: heading 9
+    fm_sizes = [2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    b_tid = [5, 0, 5, 9, 7]
+    small = [3, 4, 2, 1, 6]
+    b_n = [3, 2]
+    packed = _sum_pairs(fm_tid, fm_sizes, b_tid, b_count=small, b_n=b_n)
+    # (term 5, note 0): title and slug, 3 + 2 in the body; (7, 0): title; (7, 1): body; (9, 1): heading, body
+    assert [a.tolist() for a in packed] == [[5, 7, 7, 9], [0, 0, 1, 1], [4.0, 3.0, 0.0, 2.0], [5.0, 0.0, 6.0, 1.0]]
+    huge = [3 << 45, 4, 2, 1, 6]
+    general = _sum_pairs(fm_tid, fm_sizes, b_tid, huge, b_n)
+    assert general[3].tolist() == [float(np.float32((3 << 45) + 2)), 0.0, 6.0, 1.0]
+    assert [a.tolist() for a in general[:3]] == [a.tolist() for a in packed[:3]]
+
+
+def test_update_after_a_note_changed_in_place_rebuilds(basic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index reads a note again to take it out; a note object changed in place since it was indexed
+    cannot be taken out term by term: the index is rebuilt, and still answers as a fresh build."""
+    vault = Vault.load(basic)
+    index = SearchIndex.build(vault)
+    path = "10-Projets/jardin-partage.md"
+    vault.notes[path].meta["title"] = "Chalutier rouge"  # behind the index's back
+    rebuilt: list[int] = []
+    rebuild = SearchIndex._rebuild_now
+    monkeypatch.setattr(SearchIndex, "_rebuild_now", lambda self, v: rebuilt.append(1) or rebuild(self, v))
+    (basic / path).write_text((basic / path).read_text(encoding="utf-8") + "\nUn chalutier rouge.\n", encoding="utf-8")
+    index.update(vault, vault.update_file(basic / path))
+    assert rebuilt == [1]
+    fresh = SearchIndex.build(Vault.load(basic))
+    assert _full_snapshot(index, ["chalutier rouge", "potager tomates"]) == _full_snapshot(fresh, ["chalutier rouge", "potager tomates"])
+
+
+def test_update_looks_only_at_the_changed_notes_and_their_namesakes(sample_vault_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first update, an edit compares only the notes that share a name with the changed one,
+    and a private namesake that renames a public note's id is still seen."""
+    import grasbot.search as search_module
+
+    root = sample_vault_copy
+    vault = Vault.load(root)
+    index = SearchIndex.build(vault)
+    first = sorted(p for p in root.rglob("*.md") if p.name != "README.md")[3]
+    first.write_text(first.read_text(encoding="utf-8") + "\nUne ligne de plus.\n", encoding="utf-8")
+    index.update(vault, vault.update_file(first))  # builds the name index
+    looked: list[set[str]] = []
+    around = search_module._Names.around
+    monkeypatch.setattr(search_module._Names, "around", lambda self, paths, notes: looked.append(around(self, paths, notes)) or looked[-1])
+    first.write_text(first.read_text(encoding="utf-8") + "\nEncore une.\n", encoding="utf-8")
+    index.update(vault, vault.update_file(first))
+    assert looked and len(looked[-1]) < 5 < len(vault.notes)
+    # A private note named like a public one: the vault renames the public note's id.
+    twin = root / "Divers" / first.name
+    twin.parent.mkdir(exist_ok=True)
+    twin.write_text("---\ntitle: Jumeau\nvisibility: private\n---\nSecret.\n", encoding="utf-8")
+    index.update(vault, vault.update_file(twin))
+    fresh = SearchIndex.build(Vault.load(root))
+    assert index.ids == fresh.ids
+    questions = [first.stem.replace("-", " "), "ligne de plus"]
+    assert _full_snapshot(index, questions) == _full_snapshot(fresh, questions)
