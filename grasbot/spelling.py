@@ -40,6 +40,26 @@ the exact distance runs in Python on the few survivors; the word level stems a f
 call (under a millisecond per new word). Results are cached by the caller; a changed vocabulary means a
 new `Speller` (cheap), never an incremental structure.
 
+**Other inflections first** (`Speller.inflect`). Snowball leaves some verb forms apart from the rest of
+their verb: the third person plural (`pointent`, `mettent`, `trouvent`, `mangent` keep `-ent`, while the
+notes' `pointer`, `manger` stem to `point`, `mang`), `-ons` outside R2 (`mangeons`), endings whose accent
+folding removed (`mangèrent`), and tenses whose radical is not the infinitive's stem (`mettait` -> `met`,
+`mettre` -> `mettr`, `prennent`, `ecrivent`); and `metre` (for `mettre`) is too short for the edit
+distance. A blind `-ent` strip in the tokenizer would merge `agent`/`âge`, `client`/`CLI`, `moment`,
+`souvent`. Instead, a question word whose token the vault has never seen tries the forms French conjugation
+gives it (`inflections`: endings stripped, the radical given the infinitive's endings and its regular
+alternations: a doubled consonant, `vienn-`/`ven-ir`, `prenn-`/`prend-re`, `ecriv-`/`ecri-re`, participles
+`-mis`/`-mettre`, `-it`/`-ire`), stems them in one call, and keeps only a stem that IS an index term. Guards,
+each from a measured false friend: a radical of four letters (three when it ends in a vowel: `jou-ent`,
+`cre-ent`, but not `cli-ent`); `-ons` not after `-ti`/`-si`/`-lli`/`-gi`/`-ni` (`portions`, `millions`);
+`-re` only after the radicals of `-re` verbs (`content` is not `contre`); participles only through their
+verb's own pattern (`corpus`, `menu`, `rapidite` are left alone); a stem no shorter than its radical but by
+one letter. Over the three vaults' vocabularies, what it matches is nearly always the same verb
+(`mangent` -> `mang`, `traduit` -> `traduir`, `maintiennent` -> `mainten`); the rare false friends left
+are homographs (`excellent` -> `excel` where a vault names Excel, `boutons` -> `bout`). It costs about
+10 µs per unknown word (one `stemWords` call over a few dozen forms), cached by the caller as corrections
+are.
+
 Deterministic: candidates are ordered by a total key ending with the term itself; the order of the
 vocabulary mapping does not matter.
 """
@@ -63,6 +83,7 @@ __all__ = [
     "Correction",
     "Speller",
     "edit_distance",
+    "inflections",
     "is_swap",
     "max_distance",
     "stem_words",
@@ -147,6 +168,103 @@ def _word_edits(word: str, start: int) -> tuple[set[str], set[str]]:
     return swaps, edits - swaps
 
 
+# -- other inflections of a question word ---------------------------------------------------------------
+
+#: Verb endings, folded, whose form the stemmer does not bring to the stem of the other forms of the verb:
+#: the third person plural `-ent` (Snowball keeps it: `mangent`, `pointent`, `trouvent`), the first person
+#: plural `-ons` outside R2 (`mangeons` -> `mangeon`), accented endings that folding hides from it
+#: (`-èrent`), and the tenses whose radical is not the stem of the infinitive the notes use (`mettait`
+#: -> `met`, `mettre` -> `mettr`; `prennent`, `ecrivent`). Longest first. Left out on purpose: `-ions`
+#: (`portions`, `millions` are nouns), `-e`/`-es`/`-s` (the stemmer strips them already; trying more made
+#: `course` -> `cours`, `value` -> `val`), the passé simple's `-âmes`/`-âtes` (`dates`, `templates`).
+_ENDINGS: tuple[str, ...] = (
+    "eraient", "iraient", "aient", "erent", "irent", "eront", "iront", "erons", "irons", "eriez", "ront", "rons",
+    "erez", "irez", "iez", "rez", "ent", "ons", "ait", "ais", "ez", "ites", "ite", "its", "it", "ises", "ise",
+    "is", "ues", "ue", "us", "u", "er", "ir", "re",
+)
+#: Participle endings: only the verb patterns below apply after them (a plain radical would turn `rapidite`
+#: into `rapid`, `corpus` into `corp`, `directus` into `direct`, `lieu` into `lie`).
+_PARTICIPLES = frozenset(("ites", "ite", "its", "it", "ises", "ise", "is", "ues", "ue", "us", "u"))
+_INFINITIVE = ("er", "ir", "e", "")  # what a radical is tried with (`-re`: only after `_RE_RADICAL`)
+_INFINITIVES = frozenset(("er", "ir", "re"))  # typed infinitives: their own radical, and the doubling below
+#: Radicals of the `-re` verbs: `rend-re`, `mett-re`, `romp-re`, `conclu-re` (`cont-re`, `demont-re`,
+#: `reti-re` are other words).
+_RE_RADICAL = ("d", "tt", "mp", "u")
+#: `-ions` after these is a noun's plural (`-tions`, `-sions`, `-llions`, `-gions`, `-nions`), not a verb's
+#: first person (`publions`, `modifions`, `etudions`).
+_NOUN_IONS = ("ti", "si", "lli", "gi", "ni")
+_DOUBLED = frozenset("tlnmpsrfc")  # consonants French spelling doubles (`mettre`, `renommer`)
+_VOWELS = frozenset("aeiouy")
+#: Shortest radical tried (after its alternations), and the letters a three-letter radical may end with:
+#: `jou-ent`, `cre-ent`, `lou-ent` are verbs; `cli-ent`, `mom-ent`, `par-ent`, `tal-ent`, `arg-ent` are
+#: not, and their radicals are too short to tell apart from a vault's words.
+INFLECTION_MIN_RADICAL = 4
+_SHORT_RADICAL_ENDS = frozenset("eou")
+
+
+def _radical_forms(radical: str, ending: str) -> list[tuple[str, str]]:
+    """(core, form) pairs: the radical left by `ending` and its regular alternations, with the endings of
+    the infinitive and of the present tense; `core` is the part a stem of `form` must keep (see
+    `Speller.inflect`)."""
+    out: list[tuple[str, str]] = []
+
+    def add(core: str, suffixes: Iterable[str], specific: bool = False) -> None:
+        # A three-letter core only from a verb's own pattern (`vienn-ent` -> `ven-ir`) or a vowel ending.
+        if len(core) >= INFLECTION_MIN_RADICAL or (len(core) == 3 and (specific or core[-1] in _SHORT_RADICAL_ENDS)):
+            out.extend((core, core + suffix) for suffix in suffixes)
+
+    n = len(radical)
+    if ending in _PARTICIPLES:
+        if ending in ("is", "ise", "ises"):
+            if radical.endswith("m"):
+                add(radical + "ett", ("re",), True)  # `transmis`, `admise` -> `transmettre`, `admettre`
+            elif radical.endswith("pr"):
+                add(radical + "end", ("re",), True)  # `compris`, `appris` -> `comprendre`
+        elif ending in ("it", "ite", "its", "ites"):
+            add(radical + "i", ("re",), True)  # `ecrit`, `reecrite`, `construit`, `voit` -> `ecrire`, `voir`
+        elif radical.endswith(("ten", "ven")):
+            add(radical, ("ir",), True)  # `obtenu`, `maintenus`, `devenu` -> `obtenir` (not `menu`)
+        elif radical.endswith("our"):
+            add(radical, ("ir",), True)  # `parcouru` -> `parcourir`
+        elif radical.endswith("d"):
+            add(radical, ("re",), True)  # `rendu`, `vendue`, `etendue` -> `rendre`
+        return out
+    if ending == "ons" and radical.endswith(_NOUN_IONS):
+        return out  # nouns: `portions`, `versions`, `millions`, `regions`, `opinions` (`publions` passes)
+    if ending in _INFINITIVES:
+        add(radical, ("", "e"))  # `attendre` -> `attend`: the other classes are other verbs (`relire`, `relier`)
+    else:
+        add(radical, _INFINITIVE + (("re",) if radical.endswith(_RE_RADICAL) else ()))
+    if n >= 2 and radical[-1] in _DOUBLED and radical[-2] in _VOWELS:
+        # One consonant for two: `metre`, `renomer` -> `mettre`, `renommer`.
+        add(radical + radical[-1], ("er", "e", "re") if radical[-1] == "t" else ("er", "e"))
+    if radical.endswith("ienn"):
+        add(radical[:-4] + "en", ("ir",), True)  # `viennent`, `obtiennent` -> `venir`, `obtenir`
+    elif radical.endswith("enn"):
+        add(radical[:-3] + "end", ("re",), True)  # `prennent`, `comprennent` -> `prendre`
+    elif ending == "ent" and radical.endswith("i"):
+        add(radical[:-1] + "en", ("ir",), True)  # `vient`, `contient`, `retient` -> `venir`, `retenir`
+    if radical.endswith(("aiss", "oiss")):
+        add(radical[:-2] + "t", ("re",), True)  # `connaissent`, `paraissent` -> `paraitre`
+    elif n >= 2 and radical[-1] in "sv" and radical[-2] == "i":
+        add(radical[:-1], ("re",), True)  # `ecrivent`, `construisent`, `suivent` -> `ecrire`, `construire`
+    if radical.endswith("oiv"):
+        add(radical[:-3] + "ev", ("oir",), True)  # `recoivent`, `apercoivent` -> `recevoir`
+    return out
+
+
+def inflections(word: str) -> list[tuple[str, str]]:
+    """(core, form) pairs: other inflections of the folded `word` as the rules above guess them (most are
+    not words: a caller keeps the forms whose stem is a vault term). Sorted, without repeats."""
+    if not (word.isalpha() and word.isascii()):
+        return []
+    out: set[tuple[str, str]] = set()
+    for ending in _ENDINGS:
+        if len(word) > len(ending) and word.endswith(ending):
+            out.update(_radical_forms(word[: len(word) - len(ending)], ending))
+    return sorted(pair for pair in out if pair[1] != word)
+
+
 _stemmer = Stemmer.Stemmer("french")
 
 
@@ -199,6 +317,7 @@ class Correction:
     term: str  # the index term
     distance: int  # edits between what the visitor typed and it (as stems, or as words)
     confident: bool  # likely enough to count as evidence that the vault covers the question
+    inflection: bool = False  # another form of the word typed (`mangent` -> `mang`), not a typo: distance 0
 
 
 class Speller:
@@ -307,8 +426,37 @@ class Speller:
     def _order(self, c: _Candidate) -> tuple[int, int, int, int, str]:
         return (*c.rank, 0 if c.term in self._names else 1, -int(self._df.get(c.term, 0)), c.term)
 
+    def inflect(self, token: str, word: str) -> Correction | None:
+        """The index term of another inflection of the folded `word` (whose token `token` the index does not
+        hold): `mangent` -> `mang` (manger), `metre` -> `mettr` (mettre). Only a form whose stem is an index
+        term counts; a stem more than one letter shorter than the core it was made from is another word and
+        is refused (`lettre` -> `letter` -> `let`), and so is a three-letter stem from a longer core. Choice:
+        a term that names a note, then the most notes, then alphabetical order. Always confident: the vault
+        holds the word, in another form (the search engine counts it as the word typed)."""
+        if self._stem_words is None or not word or token in self._df:
+            return None  # a term the vault holds is never replaced
+        pairs = inflections(word)
+        if not pairs:
+            return None
+        df = self._df
+        best: tuple[int, int, str] | None = None
+        for (core, _form), term in zip(pairs, self._stem_words([form for _core, form in pairs])):
+            if not term or term == token or len(term) < max(len(core) - 1, min(len(core), 4)) or term.isdigit() or term not in df:
+                continue
+            key = (0 if term in self._names else 1, -int(df[term]), term)
+            if best is None or key < best:
+                best = key
+        if best is None:
+            return None
+        return Correction(best[2], 0, True, inflection=True)
+
     def correct(self, token: str, word: str | None = None) -> Correction | None:
-        """The term `token` most likely stands for (None: no candidate), and whether it is confident."""
+        """The term `token` most likely stands for (None: no candidate), and whether it is confident: another
+        inflection of the typed word first (`inflect`), else the nearest spelling (`candidates`)."""
+        if word:
+            found_form = self.inflect(token, word)
+            if found_form is not None:
+                return found_form
         found = self.candidates(token, word)
         if not found:
             return None

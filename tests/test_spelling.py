@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.spelling import Speller, edit_distance, is_swap, max_distance, stem_words
+from grasbot.spelling import Speller, edit_distance, inflections, is_swap, max_distance, stem_words
 from grasbot.tokenize import stem, tokenize, words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,3 +173,116 @@ def test_an_edit_that_reveals_a_suffix_the_stemmer_missed() -> None:
     assert fix is not None and fix.term == "templat"
     # Very short stems are never candidates.
     assert speller({"dem": 40}).correct("demain", "demain") is None
+
+
+# -- other inflections of a question word (Speller.inflect) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "vault_word"),
+    [
+        ("pointent", "pointer"),  # third person plural: Snowball keeps `-ent`
+        ("mettent", "mettre"),
+        ("trouvent", "trouver"),
+        ("mangent", "manger"),
+        ("mangeons", "manger"),  # `-ons` outside R2: `mangeon`
+        ("communiquent", "communiquer"),
+        ("metre", "mettre"),  # one consonant for two, too short for the spelling corrector
+        ("renomer", "renommer"),
+        ("mettait", "mettre"),  # the imperfect's radical is not the infinitive's stem (`met`, `mettr`)
+        ("prennent", "prendre"),
+        ("viennent", "venir"),
+        ("ecrivent", "écrire"),
+        ("construisent", "construire"),
+        ("reecrite", "réécrire"),
+        ("transmis", "transmettre"),
+        ("retient", "retenir"),  # not `retirer`
+        ("mangèrent", "manger"),  # folding hides `-èrent` from the stemmer
+    ],
+)
+def test_another_inflection_meets_the_vault_form(typed: str, vault_word: str) -> None:
+    folded = words(typed)[0]
+    term = stem(vault_word)
+    assert stem(typed) != term  # the stemmer alone leaves them apart
+    sp = speller({term: 1, "python": 4})  # a word of one note: no coincidence here, unlike a typo
+    fix = sp.correct(stem(typed), folded)
+    assert fix is not None and (fix.term, fix.inflection, fix.confident, fix.distance) == (term, True, True, 0)
+
+
+def test_inflection_is_tried_before_spelling_and_only_for_unknown_tokens() -> None:
+    # "mangent" is one edit from nothing here, but "manger" is a vault word; a known token is never replaced.
+    sp = speller({"mang": 2, "mangent": 1})
+    assert sp.correct("mangent", "mangent") is None
+    assert sp.inflect("mangent", "mangent") is None
+    sp = speller({"mang": 2})
+    fix = sp.correct("mangent", "mangent")
+    assert fix is not None and fix.inflection
+    # Without the word typed, or without the tokenizer's stemming, there is no inflection to try.
+    assert sp.inflect("mangent", "") is None
+    assert Speller({"mang": 2}).correct("mangent", "mangent") is None
+
+
+#: Vault words that begin like the words below (the stems a vault of these words would hold).
+_LOOKALIKES = (
+    "âge agir agence CLI cliquer clé clenche momie patte pâtir patio souvenir parer partir part talus taler "
+    "argile porter port mille cours courir valeur valoir corps mener mentir let démontrer retirer"
+).split()
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["agent", "moment", "client", "clients", "patient", "souvent", "parent", "talent", "argent", "portions",
+     "millions", "questions", "versions", "regions", "opinions", "course", "value", "corpus", "menu", "lettre",
+     "demontez", "retient"],
+)
+def test_words_that_only_look_inflected_are_left_alone(typed: str) -> None:
+    # `agent` is not `âge` + `-ent`, `client` not `CLI` + `-ent`, `portions` not `porter`, `menu` not `mener`.
+    folded = words(typed)[0]
+    sp = speller({term: 5 for term in stem_words([words(w)[0] for w in _LOOKALIKES]) if term})
+    assert stem(folded) not in sp._df  # unknown to this vault: the search engine would consult the speller
+    assert sp.inflect(stem(folded), folded) is None
+    fix = sp.correct(stem(folded), folded)
+    assert fix is None or not fix.inflection
+
+
+def test_inflection_choice_prefers_names_then_frequency() -> None:
+    # "ecrivent" may meet "ecrire" (`ecrir`) or "ecrivez" (`ecriv`): both are the verb; a name wins, then the
+    # most notes, then alphabetical order.
+    token = stem("ecrivent")
+    assert speller({"ecrir": 2, "ecriv": 5}).inflect(token, "ecrivent").term == "ecriv"  # type: ignore[union-attr]
+    assert speller({"ecrir": 2, "ecriv": 5}, frozenset({"ecrir"})).inflect(token, "ecrivent").term == "ecrir"  # type: ignore[union-attr]
+    assert speller({"ecriv": 5, "ecrir": 5}).inflect(token, "ecrivent").term == "ecrir"  # type: ignore[union-attr]
+    # A stem shorter than its radical by more than a final letter is another word: `mettent` is not `met`
+    # through `mett-er`, but `mettre` is kept.
+    assert speller({"met": 9}).inflect("mettent", "mettent") is None
+
+
+def test_inflections_are_sorted_forms_of_ascii_words() -> None:
+    forms = inflections("mangent")
+    assert forms == sorted(set(forms)) and ("mang", "manger") in forms
+    assert inflections("café") == [] and inflections("c3po") == [] and inflections("agent") == []
+    assert all(form != "mangent" for _core, form in forms)
+
+
+def test_search_counts_an_inflection_as_the_word_typed(tmp_path: Path) -> None:
+    from grasbot.search import SearchIndex
+    from grasbot.vault import Vault
+
+    notes = {
+        "philosophes.md": "---\ntitle: Le dîner des philosophes\n---\nCinq philosophes doivent manger autour d'une table.\n",
+        "pointeurs.md": "---\ntitle: Pointeurs en C\n---\nUn pointeur sert à pointer vers une adresse mémoire.\n",
+        "jardin.md": "---\ntitle: Le jardin\n---\nLes tomates et les courgettes du potager.\n",
+    }
+    for name, text in notes.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    plural = index.search("Comment mangent les philosophes ?")
+    singular = index.search("Comment mange les philosophes ?")
+    assert plural.stats["inflected"] == {"mangent": "mang"} and plural.stats["corrected"] == {}
+    assert [h.id for h in plural.hits] == [h.id for h in singular.hits]
+    assert [h.score for h in plural.hits] == [h.score for h in singular.hits]
+    assert plural.grounded == singular.grounded and plural.stats["evidence"] == singular.stats["evidence"]
+    result = index.search("Vers quoi pointent-ils ?")
+    assert result.hits and result.hits[0].id == "pointeurs" and result.stats["inflected"] == {"pointent": "point"}
+    # A word that only looks inflected is not cut to a vault word: `client` is not `cli`.
+    assert index.search("Quel client ?").stats["inflected"] == {}
