@@ -30,7 +30,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grasbot.vault import Vault
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -58,7 +63,7 @@ def _hits(ids: list[str], grounded: bool) -> SimpleNamespace:
     return SimpleNamespace(hits=[SimpleNamespace(id=i) for i in ids], grounded=grounded)
 
 
-def build_engines(vault) -> dict:
+def build_engines(vault: Vault) -> dict[str, Callable[[str, int], Any]]:
     """`name -> search(question, top_k)` returning an object with `.hits[i].id` and `.grounded`."""
     from rank_bm25 import BM25Okapi
 
@@ -73,14 +78,15 @@ def build_engines(vault) -> dict:
     corpus = [tokenize(" ".join([n.title, *n.aliases, n.body])) or ["_"] for n in notes]
     bm25 = BM25Okapi(corpus)
 
-    def plain(q: str, k: int):
-        scores = bm25.get_scores(tokenize(q)) if tokenize(q) else [0.0] * len(ids)
+    def plain(q: str, k: int) -> SimpleNamespace:
+        tokens = tokenize(q)
+        scores = bm25.get_scores(tokens) if tokens else [0.0] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
         return _hits([ids[i] for i in order[:k] if scores[i] > 0], bool(max(scores, default=0.0) > 0))
 
     original = OriginalScoring(vault)
 
-    def orig(q: str, k: int):
+    def orig(q: str, k: int) -> SimpleNamespace:
         ranked, grounded = original.search(q, k)
         return _hits([r[0] for r in ranked], grounded)
 
@@ -120,7 +126,19 @@ def run(names: list[str] | None, with_test: bool, auto: bool = False) -> dict:
     from vaulttools.evaluation import evaluate, load_questions
 
     out: dict = {}
-    vaults: dict[Path, tuple] = {}
+    engines_of: dict[Path, dict[str, Callable[[str, int], Any]]] = {}  # one load and one set of engines per vault
+
+    def measure(name: str, vault_path: Path, questions: list) -> None:
+        if vault_path not in engines_of:
+            engines_of[vault_path] = build_engines(Vault.load(vault_path))
+        engines = engines_of[vault_path]
+        out[name] = {}
+        for engine in ENGINES:
+            report = evaluate(questions, engines[engine], KEEP)
+            summary = report.summary()
+            summary.pop("by_kind", None)
+            out[name][engine] = {"summary": summary, "items": [i.as_json() for i in report.items]}
+
     for name, vault_path, questions_path, is_test in SETS:
         if names and name not in names:
             continue
@@ -129,34 +147,15 @@ def run(names: list[str] | None, with_test: bool, auto: bool = False) -> dict:
         if not vault_path.is_dir() or not questions_path.is_file():
             print(f"skipping {name}: {vault_path if not vault_path.is_dir() else questions_path} not found", file=sys.stderr)
             continue
-        if vault_path not in vaults:
-            vault = Vault.load(vault_path)
-            vaults[vault_path] = (vault, build_engines(vault))
-        _vault, engines = vaults[vault_path]
-        questions = load_questions(questions_path)
-        out[name] = {}
-        for engine in ENGINES:
-            report = evaluate(questions, engines[engine], KEEP)
-            summary = report.summary()
-            summary.pop("by_kind", None)
-            out[name][engine] = {"summary": summary, "items": [i.as_json() for i in report.items]}
+        measure(name, vault_path, load_questions(questions_path))
     for name, vault_path, questions in auto_sets() if auto else ():
         if names and name not in names:
             continue
-        if vault_path not in vaults:
-            vault = Vault.load(vault_path)
-            vaults[vault_path] = (vault, build_engines(vault))
-        _vault, engines = vaults[vault_path]
-        out[name] = {}
-        for engine in ENGINES:
-            report = evaluate(questions, engines[engine], KEEP)
-            summary = report.summary()
-            summary.pop("by_kind", None)
-            out[name][engine] = {"summary": summary, "items": [i.as_json() for i in report.items]}
+        measure(name, vault_path, questions)
     return out
 
 
-def _fmt(value) -> str:
+def _fmt(value: float | None) -> str:
     return "  -  " if value is None else f"{value:.3f}"
 
 

@@ -3,7 +3,7 @@ lexicon expansions) and body-only mentions count toward the `grounded` decision 
 
 The engine grounds a question when its best note's *evidence* reaches a share of what an ideal note
 holding every question word strongly would get (`search.GROUND_EVIDENCE`). Evidence is BM25F (IDF times
-saturated, field-weighted frequency) summed over the question's words, with three corrections:
+saturated, field-weighted frequency) summed over the question's words, with two corrections:
 
 - **Soft terms.** A question's original tokens are full evidence. A term the engine added itself (a
   confident spelling correction, a synonym or translation from `grasbot.lexicon`) ranks at its weight and
@@ -51,10 +51,10 @@ SOFT_NEEDS_ORIGINAL = False
 PASSING_EVIDENCE = 0.4
 
 
-def in_passing(fm: np.ndarray, body: np.ndarray) -> np.ndarray:
+def in_passing(fm: np.ndarray) -> np.ndarray:
     """Per posting, True for a term the note holds in its body only, in no short field (a mention that
-    does not say the note is about it). `fm`/`body`: the weighted short-field frequency and the body count
-    of each posting."""
+    does not say the note is about it), however often the body repeats it. `fm`: the weighted short-field
+    frequency of each posting."""
     return fm <= 0
 
 

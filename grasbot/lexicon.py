@@ -279,7 +279,7 @@ def _member(word: str) -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def entries() -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
     """The table as (trigger tokens, expansion tokens) pairs, tokenized once, in table order."""
-    return tuple((trig, targets) for trig, targets, _family in _entries())
+    return tuple((trig, targets) for trig, targets, _kind in _entries())
 
 
 _SYNONYM, _FAMILY, _TRANSLATION = "synonym", "family", "translation"
@@ -377,6 +377,6 @@ def expand(
                         found[term] = (w, source)
     out = []
     for term in sorted(found):
-        weight, source = found[term]
-        out.append(Expansion(term, weight, source, (source, *sorted(reached[term] - {source}))))
+        w, source = found[term]
+        out.append(Expansion(term, w, source, (source, *sorted(reached[term] - {source}))))
     return out

@@ -28,7 +28,7 @@ import operator
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
 from grasbot.frontmatter import _STR_CACHE, ParsedFile, make_span, share
@@ -50,6 +50,7 @@ __all__ = [
     "unquote",
     "mask_code",
     "name_key",
+    "name_key_fast",
     "heading_key",
     "link_key",
     "AnchorTable",
@@ -149,27 +150,6 @@ _INLINE_CODE_RE = re.compile(r"(`(?<!``)`*+)(?:[^`\n]++|\n(?!\n)|(?!\1(?!`))`++)
 
 def _blank_match(m: re.Match[str]) -> str:
     return _blank_keep_lines(m[0])
-
-
-class _Cursor:
-    """Turns increasing offsets of a body into file positions without a line table: matches come in order,
-    so counting line breaks between two matches is enough."""
-
-    __slots__ = ("text", "offset", "line")
-
-    def __init__(self, text: str, first_line: int) -> None:
-        self.text = text
-        self.offset = 0
-        self.line = first_line
-
-    def at(self, offset: int) -> tuple[int, int]:
-        text = self.text
-        if offset < self.offset:  # out of order (never for one regex pass): count back
-            self.line -= text.count("\n", offset, self.offset)
-        else:
-            self.line += text.count("\n", self.offset, offset)
-        self.offset = offset
-        return self.line, offset - text.rfind("\n", 0, offset)
 
 
 def _split_wiki(content: str) -> tuple[str, str | None, str | None]:
@@ -367,14 +347,11 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     return links, headings, blocks
 
 
-
-def frontmatter_links(parsed: ParsedFile) -> list[Link]:
-    """`[[x]]` strings written as frontmatter values (``linked: ["[[a]]", "[[b]]"]``, ``up: "[[c]]"``)."""
-    out: list[Link] = []
-    append = out.append
-    kind = LinkKind.FRONTMATTER
+def _frontmatter_found(parsed: ParsedFile) -> Iterator[tuple[str, str, str | None, str | None, str, Span, int]]:
+    """Every `[[x]]` string of the frontmatter values: (raw, target, anchor, display, key, the value's span,
+    the link's column), the column -1 when the link cannot be placed inside its value (the value spans
+    lines, or is not written as is in its source: escapes): the link then takes the value's span."""
     share = _share
-    new = _new
     for key, value, span, source in parsed.string_values:
         if (
             value.startswith("[[")
@@ -389,10 +366,7 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
             # the usual `- "[[slug]]"`: no regex, no search
             target = value[2:-2].strip()
             if target:
-                line = span[0]
-                col = span[1] + (len(source) - len(value)) // 2
-                append(new(Link, (value, share(target, target), None, None, kind,
-                                  new(Span, (line, col, line, col + len(value))), key)))
+                yield value, share(target, target), None, None, key, span, span[1] + (len(source) - len(value)) // 2
             continue
         # exact columns when the value sits on one line as written (plain or simply quoted)
         found = source.find(value) if "\n" not in source else -1
@@ -402,52 +376,31 @@ def frontmatter_links(parsed: ParsedFile) -> list[Link]:
             target, anchor, display = _split_wiki(m.group(1))
             if not target and anchor is None:
                 continue
-            if found != -1:
-                col = span.column + found + m.start()
-                where = make_span(span.line, col, span.line, col + m.end() - m.start())
-            else:
-                where = span
-            append(Link(share(m.group(0), m.group(0)), share(target, target), anchor, display, kind, where, key))
+            raw = m.group(0)
+            yield share(raw, raw), share(target, target), anchor, display, key, span, -1 if found == -1 else span[1] + found + m.start()
+
+
+def frontmatter_links(parsed: ParsedFile) -> list[Link]:
+    """`[[x]]` strings written as frontmatter values (``linked: ["[[a]]", "[[b]]"]``, ``up: "[[c]]"``)."""
+    kind = LinkKind.FRONTMATTER
+    new = _new
+    out: list[Link] = []
+    for raw, target, anchor, display, key, span, col in _frontmatter_found(parsed):
+        line = span[0]
+        where = span if col == -1 else make_span(line, col, line, col + len(raw))
+        out.append(new(Link, (raw, target, anchor, display, kind, where, key)))
     return out
 
 
 def frontmatter_entries(parsed: ParsedFile) -> list[LinkEntry] | None:
     """`frontmatter_links` as entries (`LinkEntry`), or None when a link has no entry form (one placed on
     a multi-line value takes that value's span): then the caller uses `frontmatter_links`."""
-    out: list[LinkEntry] = []
-    append = out.append
     kind = LinkKind.FRONTMATTER
-    share = _share
-    for key, value, span, source in parsed.string_values:
-        if (
-            value.startswith("[[")
-            and value.endswith("]]")
-            and value.count("[") == 2
-            and value.count("]") == 2
-            and "|" not in value
-            and "#" not in value
-            and "\n" not in value
-            and len(source) in (len(value), len(value) + 2)
-        ):
-            target = value[2:-2].strip()
-            if target:
-                append((value, share(target, target), None, None, kind, span[0],
-                        span[1] + (len(source) - len(value)) // 2, key))
-            continue
-        if "\n" in source:
+    out: list[LinkEntry] = []
+    for raw, target, anchor, display, key, span, col in _frontmatter_found(parsed):
+        if col == -1:
             return None
-        found = source.find(value)
-        if found == -1:
-            return None
-        for m in _WIKI_RE.finditer(value):
-            if m.start() and value[m.start() - 1] == "\\":
-                continue
-            target, anchor, display = _split_wiki(m.group(1))
-            if not target and anchor is None:
-                continue
-            raw = m.group(0)
-            append((share(raw, raw), share(target, target), anchor, display, kind, span[0],
-                    span[1] + found + m.start(), key))
+        out.append((raw, target, anchor, display, kind, span[0], col, key))
     return out
 
 
@@ -482,6 +435,15 @@ def name_key(text: str) -> str:
     if lower == key:
         lower = key  # most names are already lower-case: keep the caller's string, not an equal copy
     return _remember(_KEY_CACHE, text, share(lower))
+
+
+def name_key_fast(text: str) -> str:
+    """`name_key(text)`, an ASCII name (most) answered by its lower case alone, without `name_key`'s cache
+    (for callers that keep their own answer per name, or look at every file once)."""
+    if not text.isascii():
+        return name_key(text)
+    lower = text.lower()
+    return text if lower == text else lower  # (an already lower-case name: the caller's string, not a copy)
 
 
 # Obsidian matches heading anchors loosely: punctuation is ignored on both sides (the help vault links
@@ -625,39 +587,17 @@ class Resolver:
         for path, flag in fresh:
             is_note[path] = flag
             name, key = keys_of(path, flag)
-            for index, k in ((by_name, name), (by_path, key)):
-                items = index.get(k)
-                if items is None:
-                    index[k] = [path]
-                    added.append((index, k))
-                elif items.__class__ is list and items[-1] < path:
-                    items.append(path)
-                else:  # the index already held later paths (not the case during a load)
-                    _insert(index, k, path)
+            _add_in_order(by_name, name, path, added)
+            _add_in_order(by_path, key, path, added)
         _freeze(added)
 
     def add_aliases_many(self, owners: Iterable[tuple[str, list[str]]]) -> None:
         """`add_aliases` for many notes at once, given in path order (a load): appended, not re-sorted."""
         index = self.alias_owners
-        key_get = _KEY_CACHE.get
         added: list[tuple[dict[str, list[str]], str]] = []
         for path, aliases in owners:
             for alias in aliases:
-                alias = alias.strip()
-                if alias.isascii():  # name_key(alias), without filling its cache
-                    key = alias.lower()
-                    if key == alias:
-                        key = alias  # keep the note's own string, not an equal copy
-                else:
-                    key = key_get(alias) or name_key(alias)
-                items = index.get(key)
-                if items is None:
-                    index[key] = [path]
-                    added.append((index, key))
-                elif items.__class__ is list and items[-1] < path:
-                    items.append(path)
-                elif path not in items:
-                    _insert(index, key, path)
+                _add_in_order(index, name_key_fast(alias.strip()), path, added)
         _freeze(added)
 
     def add_aliases(self, path: str, aliases: Iterable[str]) -> None:
@@ -833,6 +773,19 @@ def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
         items = index[key] = list(items)
     items.append(path)
     items.sort()
+
+
+def _add_in_order(index: dict[str, list[str]], key: str, path: str, added: list[tuple[dict[str, list[str]], str]]) -> None:
+    """`_insert` for a bulk load, which adds paths in order: appended (no sort) after the paths `key` holds,
+    a new list recorded in `added` for `_freeze`."""
+    items = index.get(key)
+    if items is None:
+        index[key] = [path]
+        added.append((index, key))
+    elif items.__class__ is list and items[-1] < path:
+        items.append(path)
+    else:  # the index already held later paths (not the case during a load), or this one
+        _insert(index, key, path)
 
 
 def _freeze(entries: list[tuple[dict[str, list[str]], str]]) -> None:

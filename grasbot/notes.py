@@ -102,9 +102,6 @@ class Resolution(NamedTuple):
     alias_of: str | None = None
 
 
-_UNSET: Any = object()
-
-
 def links_from_flat(flat: tuple[Any, ...]) -> list[Link]:
     """The `Link`s of a note's compact link storage: the entries of `grasbot.links.scan_body` end to end,
     eight fields each (raw, target, anchor, display, kind, line, column, field)."""

@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from grasbot import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
-from grasbot.links import name_key
+from grasbot.links import name_key_fast
 from grasbot.notes import Note, visible_to_visitors
 from grasbot.tokenize import raw_word_counts, raw_word_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
@@ -109,7 +109,6 @@ SURE_CORRECTION_WEIGHT = 0.8  # ... the correction is confident (grasbot.spellin
 SURE_CORRECTION_EVIDENCE = 0.8  # ... and is evidence at this share, the question's mass taking its IDF
 EXPANSION_EVIDENCE = 0.7  # a lexicon synonym/translation: evidence at this share, once per original word
 EXPAND_MAX_DF = 0.1  # a question word held by more than this share of the notes is not expanded
-FUZZY_MIN = _spelling.MIN_LENGTH  # shortest question token that spelling correction looks at
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
 #: grounded when the best note's BM25F reaches this share of the question's ideal score. Chosen on the
 #: question sets (benchmarks/questions-*.yaml, tests/eval/sample-questions.yaml): with body-only words
@@ -152,7 +151,6 @@ class SearchResult:
 # -- one note, tokenized once ------------------------------------------------------------------------
 
 _FIELDS: tuple[str, ...] = ("title", "aliases", "slug", "answers", "labels", "headings", "body")
-_BODY = _FIELDS.index("body")
 #: Twice each field weight: a short field's weighted frequency is counted as an integer (exact) and halved.
 _TWICE: dict[str, int] = {name: round(2 * w) for name, w in FIELD_WEIGHTS.items()}
 assert all(_TWICE[name] == 2 * w for name, w in FIELD_WEIGHTS.items()), "field weights must be multiples of 0.5"
@@ -205,11 +203,6 @@ def _headings(note: Note) -> list[str]:
     if note.headings:
         return [h.text for h in note.headings]
     return _HEADING.findall(note.body)
-
-
-_TW_TITLE, _TW_ALIASES, _TW_SLUG, _TW_ANSWERS, _TW_LABELS, _TW_HEADINGS = (
-    _TWICE[name] for name in ("title", "aliases", "slug", "answers", "labels", "headings")
-)
 
 
 class _Reader:
@@ -349,8 +342,7 @@ def _name_keys(note: Note) -> tuple[str, ...]:
     base = path[:-3] if path.lower().endswith(".md") else path
     slug = note.slug
     names = [base, base.rsplit("/", 1)[-1], (slug or "").strip(), note.id or ""]
-    # (`name_key` is NFC then lower case: for ASCII, lower case alone)
-    return tuple(sorted({name.lower() if name.isascii() else name_key(name) for name in names if name}))
+    return tuple(sorted({name_key_fast(name) for name in names if name}))
 
 
 class _Names:
@@ -426,7 +418,7 @@ def _compact(lists: tuple[list[int], ...]) -> tuple[np.ndarray, ...]:
 
 
 #: Twice the field weights of the short fields, in the order of `_Reader.read`'s field sizes.
-_TW_ORDER = np.array([_TW_TITLE, _TW_ALIASES, _TW_SLUG, _TW_ANSWERS, _TW_LABELS, _TW_HEADINGS], dtype=np.int64)
+_TW_ORDER = np.array([_TWICE[name] for name in _FIELDS if name != "body"], dtype=np.int64)
 
 
 def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count: list[int], b_n: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -548,6 +540,16 @@ def _with(a: np.ndarray, at: int, value: float) -> np.ndarray:
     out[at] = value
     out[at + 1 :] = a[at:]
     return out
+
+
+def _bonus_points(doc: _Doc) -> float:
+    """The points a note with lexical evidence gets for its `priority` and for being a MOC."""
+    bonus = 0.0
+    if doc.priority is not None:
+        bonus += (max(1, min(10, doc.priority)) - 5) * PRIORITY_STEP
+    if doc.is_moc:
+        bonus += MOC_POINTS
+    return bonus
 
 
 def _outgoing(outgoing: Any, path: str) -> tuple[str, ...]:
@@ -888,13 +890,7 @@ class SearchIndex:
         if len(self._terms) > v:  # a phrase token that is in no field (cannot happen today): no posting
             self._dfg.resize(len(self._terms))
 
-        bonus = np.zeros(s_count)
-        for i, d in enumerate(docs):
-            if d.priority is not None:
-                bonus[i] += (max(1, min(10, d.priority)) - 5) * PRIORITY_STEP
-            if d.is_moc:
-                bonus[i] += MOC_POINTS
-        self._bonus = _Grow(bonus, np.float64)
+        self._bonus = _Grow([_bonus_points(d) for d in docs], np.float64)
         outgoing = getattr(vault, "outgoing", None)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
@@ -925,16 +921,11 @@ class SearchIndex:
         index keeps no per-note term list: memory). Raises `_Stale` if it no longer reads the same."""
         doc = self._docs[slot]
         assert doc is not None
-        _doc, _phrases, fm, _twice, body_tids, body_counts = _Reader(self._tids, bulk=False).read(doc.note, doc.full)
-        tids = set(fm)
-        length = 0
-        for tid, count in zip(body_tids, body_counts):
-            if tid:
-                tids.add(tid)
-                length += count
-        if len(tids) != int(self._nterms.a[slot]) or float(length) != float(self._lens.a[slot]):
+        stats = self._parse(doc.note, doc.full)[2]
+        length = sum(count for _fm, count in stats.values())
+        if len(stats) != int(self._nterms.a[slot]) or float(length) != float(self._lens.a[slot]):
             raise _Stale(doc.note.path)
-        return sorted(tids)
+        return sorted(stats)
 
     def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
         """Take the note at `path` out of the index (if it was in) and put its new version in (if any).
@@ -1050,12 +1041,7 @@ class SearchIndex:
         self._nterms.a[slot] = len(order)
         self._lens.a[slot] = length
         self._total_len += length
-        bonus = 0.0
-        if doc.priority is not None:
-            bonus += (max(1, min(10, doc.priority)) - 5) * PRIORITY_STEP
-        if doc.is_moc:
-            bonus += MOC_POINTS
-        self._bonus.a[slot] = bonus
+        self._bonus.a[slot] = _bonus_points(doc)
         # Its phrases, appended (phrase ids only grow, so appending keeps every phrase posting sorted).
         beg = len(self._ph_text)
         for kind, text, tokens in zip(*phrases):
@@ -1146,15 +1132,15 @@ class SearchIndex:
             self._wcache[tid] = found
         return found
 
-    def _phrase_terms(self, kinds: tuple[int, ...]) -> frozenset[str]:
-        """The tokens of the indexed phrases of these kinds (`_K_TITLE`, `_K_ALIAS`, ...)."""
+    def _name_terms(self) -> frozenset[str]:
+        """Tokens of the notes' titles, aliases and slugs: a correction to one of them is preferred."""
         m = len(self._ph_text)
         if not m:
             return frozenset()
         # A phrase is live when it lies in its note's run (a note that left, or was re-read, has others).
         pid = np.arange(m)
         owner = self._ph_doc.view()
-        live = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & np.isin(self._ph_kind.view(), kinds)
+        live = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & np.isin(self._ph_kind.view(), (_K_TITLE, _K_SLUG, _K_ALIAS))
         tids = np.unique(self._ph_tok.view()[live[self._ph_tok_of.view()]])
         terms = self._terms
         return frozenset(terms[t] for t in tids.tolist())
@@ -1182,11 +1168,6 @@ class SearchIndex:
         if len(self._corrections) < 100_000:
             self._corrections[key] = fixed
         return fixed
-
-    def _name_terms(self) -> frozenset[str]:
-        """Tokens of the notes' titles, aliases and slugs: a correction to one of them is preferred."""
-        kinds = (_K_TITLE, _K_SLUG, _K_ALIAS)
-        return self._phrase_terms(kinds)
 
     # -- searching -----------------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None) -> SearchResult:
@@ -1270,8 +1251,7 @@ class SearchIndex:
             n_words = len(originals) + len(corrected)
             if soft:  # lexicon hook: soft terms rank at their weight, count as evidence once per word
                 is_exact = np.asarray([tid in exact for tid in known])
-                groups = sorted({v[2] for v in soft.values()})
-                groups = sorted(set(groups) | {g for extra in also_for.values() for g in extra})
+                groups = sorted({v[2] for v in soft.values()} | {g for extra in also_for.values() for g in extra})
                 group = np.asarray([-1 if e else groups.index(soft[t][2]) for t, e in zip(known_terms, is_exact)])
                 also = [() if e else tuple(groups.index(g) for g in also_for.get(t, ())) for t, e in zip(known_terms, is_exact)]
                 ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
@@ -1406,8 +1386,7 @@ class SearchIndex:
         for tid in known:
             found = self._pcache.get(tid)
             if found is None:
-                _docs, fm, body = self._postings(tid)
-                found = _grounding.in_passing(fm, body)
+                found = _grounding.in_passing(self._postings(tid)[1])
                 if len(self._pcache) >= 4096:
                     self._pcache.clear()
                 self._pcache[tid] = found
@@ -1461,6 +1440,7 @@ class SearchIndex:
         for i, slot in parts.items():
             out[i] = slot[0] + slot[1] + slot[2] + slot[3]
         return out
+
 
 class _Frequencies(Mapping[str, int]):
     """The index's vocabulary as {term: number of notes holding it}, without copying it (spelling)."""

@@ -15,7 +15,7 @@ Candidates, at most `max_distance(len)` edits away (1 from `MIN_LENGTH` letters,
   `inceptoin` keeps its garbled ending while `inception` stems to `incept`. A stem much shorter than the
   token the stemmer already cut is another word (`tempaltes` -> `tempates` -> `temp`), and a stem under
   four letters is too vague: neither is a candidate. Words are stemmed as the tokenizer does
-  (`stem_words`), in one C call, without filling the tokenizer's cache with non-words.
+  (`grasbot.tokenize.stem_words`), in one C call, without filling the tokenizer's cache with non-words.
 
 Both keep the first letter (or swap the first two): the first letter of a word is rarely the typo, and
 words that differ there are mostly other words (`demain`/`semaine`), so they are not candidates at all.
@@ -70,9 +70,8 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import Stemmer
 
-from grasbot.tokenize import STOP_WORDS
+from grasbot.tokenize import stem_words
 
 __all__ = [
     "LONG_LENGTH",
@@ -265,22 +264,6 @@ def inflections(word: str) -> list[tuple[str, str]]:
     return sorted(pair for pair in out if pair[1] != word)
 
 
-_stemmer = Stemmer.Stemmer("french")
-
-
-def stem_words(folded: list[str]) -> list[str]:
-    """`grasbot.tokenize.stem` of many folded words in one C call, without filling the tokenizer's cache
-    with the hundreds of non-words a correction tries (tests/test_spelling.py checks it agrees)."""
-    out = [s[:-1] if len(s) > 3 and s[-1] == "e" else s for s in _stemmer.stemWords(folded)]  # `-ée`/`-é`
-    if not STOP_WORDS.isdisjoint(folded) or not "".join(folded).isalpha():  # rare: word by word
-        for i, word in enumerate(folded):
-            if word in STOP_WORDS or not word:
-                out[i] = ""
-            elif word.isdigit():
-                out[i] = word if len(word) > 1 else ""
-    return out
-
-
 def is_swap(a: str, b: str) -> bool:
     """True when `b` is `a` with two neighbouring letters swapped."""
     if len(a) != len(b) or a == b:
@@ -324,8 +307,8 @@ class Speller:
     """Corrects tokens against a fixed vocabulary: `{term: number of notes holding it}`.
 
     `names`: terms of some note's title, aliases or slug (preferred on a tie of distance). `stem_words`:
-    folded words -> their index tokens, as the tokenizer makes them (`stem_words` below), for word-level
-    candidates (None: stems only).
+    folded words -> their index tokens, as the tokenizer makes them (`grasbot.tokenize.stem_words`), for
+    word-level candidates (None: stems only).
     """
 
     def __init__(
@@ -370,9 +353,7 @@ class Speller:
 
     def _near(self, token: str, limit: int) -> Iterable[tuple[int, str]]:
         """(distance, term) of the terms within `limit` edits that keep the first letter or swap the first two."""
-        counts = np.zeros(_WIDTH, dtype=np.int16)
-        for ch in token:
-            counts[_LOOKUP[ord(ch)] if ord(ch) < 128 else _WIDTH - 1] += 1
+        counts = np.bincount(_bucket_codes(token), minlength=_WIDTH)
         n = len(token)
         firsts = [token[0]] + ([token[1]] if n > 1 and token[1] != token[0] else [])
         for first in firsts:
@@ -421,7 +402,7 @@ class Speller:
                 for term in self._stem_words(ordered):
                     if term and term != token and len(term) >= shortest and term in self._df and not term.isdigit():
                         offer(_Candidate(1, 0, term, min(len(word), len(term)), swap))
-        return sorted(found.values(), key=lambda c: self._order(c))
+        return sorted(found.values(), key=self._order)
 
     def _order(self, c: _Candidate) -> tuple[int, int, int, int, str]:
         return (*c.rank, 0 if c.term in self._names else 1, -int(self._df.get(c.term, 0)), c.term)

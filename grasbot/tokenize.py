@@ -23,8 +23,8 @@ from operator import itemgetter
 import Stemmer
 
 __all__ = [
-    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "stem", "token_counts", "tokenize",
-    "tokenize_short", "words",
+    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "stem", "stem_words", "token_counts",
+    "tokenize", "tokenize_short", "words",
 ]
 
 _CPP = re.compile(r"(?<![\w+])c\s?\+\+", re.IGNORECASE)
@@ -107,17 +107,33 @@ def stem(word: str) -> str:
     return _token(word.lower())
 
 
+def stem_words(folded: list[str]) -> list[str]:
+    """`stem` of many folded words in one C call, without filling the tokenizer's cache (the spelling
+    corrector tries hundreds of non-words; tests/test_spelling.py checks it agrees with `stem`)."""
+    out = [s[:-1] if len(s) > 3 and s[-1] == "e" else s for s in _stemmer.stemWords(folded)]  # as `_token`
+    if not STOP_WORDS.isdisjoint(folded) or not "".join(folded).isalpha():  # rare: word by word
+        for i, word in enumerate(folded):
+            if word in STOP_WORDS or not word:
+                out[i] = ""
+            elif word.isdigit():
+                out[i] = word if len(word) > 1 else ""
+    return out
+
+
 # Any of the rewrites below may apply (a superset of their own checks, either case): one C-level scan of a
 # long text instead of seven substring searches.
 _REWRITES = re.compile(r"[cC](?: ?[+#]|['’ʼ])")
 _REWRITES_BYTES = re.compile(b"c(?: ?[+#]|'|" + "’".encode() + b"|" + "ʼ".encode() + b")")  # the same on UTF-8
-# The two characters whose lower case is not one letter for one letter, word by word: `İ` becomes `i` and
-# a combining dot (which splits a word), `Σ` depends on the next letter.
-_CASE_SPECIAL = ("\u0130", "\u03a3")
+
+
+def _case_simple(text: str) -> bool:
+    """False when `text` holds one of the two characters whose lower case is not one letter for one letter,
+    word by word: `İ` becomes `i` and a combining dot (which splits a word), `Σ` depends on the next letter."""
+    return "\u0130" not in text and "\u03a3" not in text
 
 
 def _prepare(text: str) -> str:
-    if len(text) > 200 and _REWRITES.search(text) is None and _CASE_SPECIAL[0] not in text and _CASE_SPECIAL[1] not in text:
+    if len(text) > 200 and _REWRITES.search(text) is None and _case_simple(text):
         # Nothing to rewrite: no need to lowercase a long body here (a copy of it). `_TABLE` lowercases
         # ASCII letters and `fold` every other one, word by word, to the same tokens.
         return text
@@ -164,7 +180,9 @@ _TABLE = bytes(
 _RAW: dict[bytes, tuple[str, ...]] = {}
 
 
-def _raw_tokens(raw: bytes) -> tuple[str, ...]:
+def raw_word_tokens(raw: bytes) -> tuple[str, ...]:
+    """The tokens of one raw word of `raw_word_counts`: usually one, none for a stop word, several when
+    non-ASCII punctuation is glued to it (`l’objectif`). Cached."""
     found = _RAW.get(raw)
     if found is None:
         found = tuple(_tokens_slow(raw.decode("utf-8", "replace")))
@@ -186,7 +204,7 @@ def tokenize(text: str) -> list[str]:
     for raw in _prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split():
         found = get(raw)
         if found is None:
-            found = _raw_tokens(raw)
+            found = raw_word_tokens(raw)
         out.extend(found)
     return out
 
@@ -195,19 +213,12 @@ def raw_word_counts(text: str) -> Counter[bytes]:
     """The raw words of `text` with their counts: byte strings, ASCII letters lowercased, split on ASCII
     punctuation and blanks (see `_TABLE`). `raw_word_tokens` gives a raw word's tokens; an index that maps
     raw words to term ids once (a vault has few distinct words) tokenizes a long text with C-level passes."""
-    if len(text) > 200 and _CASE_SPECIAL[0] not in text and _CASE_SPECIAL[1] not in text:
+    if len(text) > 200 and _case_simple(text):
         # `_prepare`'s test on the UTF-8 bytes, ASCII-lowercased: a faster scan of a long body.
         data = text.encode("utf-8", "surrogatepass")
         if _REWRITES_BYTES.search(data.lower()) is None:
             return Counter(data.translate(_TABLE).split())
     return Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
-
-
-def raw_word_tokens(raw: bytes) -> tuple[str, ...]:
-    """The tokens of one raw word of `raw_word_counts`: usually one, none for a stop word, several when
-    non-ASCII punctuation is glued to it (`l’objectif`). Cached."""
-    found = _RAW.get(raw)
-    return found if found is not None else _raw_tokens(raw)
 
 
 # Raw word -> its single token ("" for a stop word, "\0" when it splits into several tokens): lets a long
@@ -227,7 +238,7 @@ def token_counts(text: str) -> tuple[list[str], list[int]]:
     # whole cache instead).
     missing = set(raw_counts).difference(_SINGLE)
     for raw in missing:
-        found = _raw_tokens(raw)
+        found = raw_word_tokens(raw)
         _SINGLE[raw] = found[0] if len(found) == 1 else ("" if not found else _MULTI)
     keys = list(raw_counts)
     tokens = list(itemgetter(*keys)(_SINGLE)) if len(keys) > 1 else [_SINGLE[keys[0]]]
@@ -235,7 +246,7 @@ def token_counts(text: str) -> tuple[list[str], list[int]]:
     if _MULTI in tokens:
         for raw, token in zip(keys, list(tokens)):
             if token == _MULTI:
-                for extra in _raw_tokens(raw):
+                for extra in raw_word_tokens(raw):
                     tokens.append(extra)
                     counts.append(raw_counts[raw])
         tokens = [t if t != _MULTI else "" for t in tokens]

@@ -23,6 +23,7 @@ from grasbot.frontmatter import clear_caches, parse_bytes
 from grasbot.links import (
     _KEY_CACHE,
     _LINK_KEY_CACHE,
+    _NO_BLOCKS,
     AnchorTable,
     Resolver,
     frontmatter_entries,
@@ -30,9 +31,10 @@ from grasbot.links import (
     link_key,
     links_from_entries,
     name_key,
+    name_key_fast,
     scan_body,
 )
-from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span
+from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, links_from_flat
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -55,7 +57,6 @@ class LinkChange:
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
-_NO_BLOCKS: frozenset[str] = frozenset()
 _BAD_BYTES = frozenset(("not-utf8", "binary"))
 
 
@@ -164,17 +165,13 @@ def _link_key_or_none(target: str) -> str | None:
     `link_key`'s caches (the caller keeps one answer per distinct target)."""
     if not target:
         return None
-    name = target[target.rfind("/") + 1 :]
-    key = name.lower() if name.isascii() else name_key(name)  # name_key of an ASCII name is its lower case
+    key = name_key_fast(target[target.rfind("/") + 1 :])
     return key[:-3] if key.endswith(".md") else key
 
 
 def _link_at(flat: tuple[object, ...], index: int) -> Link:
     """Link number `index` of a note's flat link entries (see `grasbot.notes.links_from_flat`)."""
-    at = index * 8
-    raw, target, anchor, display, kind, line, col, field = flat[at : at + 8]
-    end = col + len(raw)  # type: ignore[operator, arg-type]
-    return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, end)), field))
+    return links_from_flat(flat[index * 8 : index * 8 + 8])[0]
 
 
 def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
@@ -339,7 +336,6 @@ class Vault:
         stack = [(start, top)]
         exclude_names = self._exclude_names
         exclude_paths = self._exclude_paths
-        key_get = _KEY_CACHE.get
         while stack:
             rel_dir, abs_dir = stack.pop()
             try:
@@ -354,7 +350,7 @@ class Vault:
                 if name.startswith("."):
                     continue
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                name_lower = name.lower() if name.isascii() else (key_get(name) or name_key(name))  # = name_key
+                name_lower = name_key_fast(name)
                 if name_lower in exclude_names or (exclude_paths and self._excluded(name_key(rel), name_lower)):
                     continue
                 try:

@@ -289,7 +289,7 @@ index = SearchIndex.build(Vault.load(sys.argv[1]))
 out = {}
 for q in sys.argv[2:]:
     r = index.search(q, top_k=10)
-    out[q] = [r.grounded, [(h.id, h.score, list(h.reasons)) for h in r.hits]]
+    out[q] = [r.grounded, r.stats["corrected"], r.stats["evidence"], [(h.id, h.score, list(h.reasons)) for h in r.hits]]
 print(json.dumps(out, sort_keys=True))
 """
 QUESTIONS = ["projets", "trier une pile", "programmer en C++ ou en C", "Quel temps fait-il demain ?", "potager ia shell"]
@@ -306,30 +306,22 @@ def _shuffled_copy(src: Path, dest: Path, seed: int) -> Path:
     return dest
 
 
+def _probe(vault: Path, seed: str, questions: list[str]) -> str:
+    """`_PROBE`'s answers to `questions` on `vault`, in a fresh interpreter with this hash seed."""
+    env = dict(os.environ, PYTHONHASHSEED=seed)
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(vault), *questions],
+        capture_output=True, text=True, env=env, cwd=REPO, check=True,
+    )
+    return run.stdout
+
+
 def test_results_do_not_depend_on_hash_seed_or_file_order(tmp_path: Path) -> None:
     outputs = set()
     for n, seed in enumerate(("0", "1", "4242", "random")):
         vault = _shuffled_copy(FIXTURES / "basic", tmp_path / f"v{n}", n)
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        run = subprocess.run(
-            [sys.executable, "-c", _PROBE, str(vault), *QUESTIONS],
-            capture_output=True, text=True, env=env, cwd=REPO, check=True,
-        )
-        outputs.add(run.stdout)
+        outputs.add(_probe(vault, seed, QUESTIONS))
     assert len(outputs) == 1, outputs
-
-
-_SPELLING_PROBE = """
-import json, sys
-from grasbot.search import SearchIndex
-from grasbot.vault import Vault
-index = SearchIndex.build(Vault.load(sys.argv[1]))
-out = {}
-for q in sys.argv[2:]:
-    r = index.search(q, top_k=5)
-    out[q] = [r.grounded, r.stats["corrected"], r.stats["evidence"], [h.id for h in r.hits]]
-print(json.dumps(out, sort_keys=True))
-"""
 
 
 def test_corrections_and_evidence_do_not_depend_on_hash_seed_or_file_order(tmp_path: Path) -> None:
@@ -339,12 +331,7 @@ def test_corrections_and_evidence_do_not_depend_on_hash_seed_or_file_order(tmp_p
         root = _small_vault(tmp_path / f"s{n}")
         shutil.copytree(FIXTURES / "basic", root / "basic")
         vault = _shuffled_copy(root, tmp_path / f"v{n}", n)
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        run = subprocess.run(
-            [sys.executable, "-c", _SPELLING_PROBE, str(vault), *questions],
-            capture_output=True, text=True, env=env, cwd=REPO, check=True,
-        )
-        outputs.add(run.stdout)
+        outputs.add(_probe(vault, seed, questions))
     assert len(outputs) == 1, outputs
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.spelling import Speller, edit_distance, inflections, is_swap, max_distance, stem_words
+from grasbot.spelling import Correction, Speller, edit_distance, inflections, is_swap, max_distance, stem_words
 from grasbot.tokenize import stem, tokenize, words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ def speller(df: dict[str, int], names: frozenset[str] = frozenset()) -> Speller:
     return Speller(df, names, stem_words)
 
 
-def correct(sp: Speller, word: str):
+def correct(sp: Speller, word: str) -> Correction | None:
     """Correct a word as the search engine does: its token and the folded word typed."""
     folded = words(word)[0]
     return sp.correct(stem(folded), folded)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -147,8 +148,8 @@ def linked_vault(draw: st.DrawFn) -> dict[str, str]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(linked_vault())
-def test_load_resolution_and_indexes_equal_the_general_path(  # type: ignore[no-untyped-def]
-    tmp_path_factory, files: dict[str, str]
+def test_load_resolution_and_indexes_equal_the_general_path(
+    tmp_path_factory: pytest.TempPathFactory, files: dict[str, str]
 ) -> None:
     """Names shared across folders (ambiguous links), relative markdown links, anchors, aliases: the load's
     fused resolution and its one-pass reverse indexes equal the general, note-by-note path."""
