@@ -192,14 +192,15 @@ def test_describe_reload_is_tolerant() -> None:
 
 
 def test_pusher_coalesces_requests(api: FakeApi) -> None:
-    api.set_mode("slow", delay=0.3)
+    # the push stays in flight for 1.5 s: wide enough that a loaded machine still sends the storm meanwhile
+    api.set_mode("slow", delay=1.5)
     events = []
     with Pusher(api.url, on_event=events.append) as pusher:
         pusher.request()
-        assert wait_for(lambda: len(api.calls) == 0 and pusher._in_flight, 2.0)
+        assert wait_for(lambda: len(api.calls) == 0 and pusher._in_flight, 10.0)
         for _ in range(50):  # a storm of requests while one push is in flight
             pusher.request()
-        assert pusher.wait_idle(5.0)
+        assert pusher.wait_idle(20.0)
     # one in flight, and exactly one more for everything that was asked meanwhile
     assert len(api.calls) == 2
     assert [e.kind for e in events] == ["ok", "ok"]
@@ -210,11 +211,11 @@ def test_pusher_says_down_once_then_pushes_when_back(api: FakeApi) -> None:
     events = []
     with Pusher(api.url, on_event=events.append, backoff=0.05, max_backoff=0.2) as pusher:
         pusher.request()
-        assert wait_for(lambda: len(events) >= 4, 5.0)  # it keeps retrying, quietly
+        assert wait_for(lambda: len(events) >= 4, 20.0)  # it keeps retrying, quietly
         assert pusher.failing
         api.up()
-        assert api.wait_calls(1, timeout=5.0)
-        assert wait_for(lambda: events[-1].kind == "recovered", 2.0)
+        assert api.wait_calls(1, timeout=20.0)
+        assert wait_for(lambda: events[-1].kind == "recovered", 10.0)
         printed = [e for e in events if e.should_print]
     assert [e.kind for e in printed] == ["down", "recovered"]
     assert printed[0].result.kind == "unreachable" and printed[0].retry_in == pytest.approx(0.05)
@@ -227,12 +228,12 @@ def test_pusher_does_not_retry_a_client_error() -> None:
     try:
         with Pusher(api.url, "wrong", on_event=events.append, backoff=0.05) as pusher:
             pusher.request()
-            assert pusher.wait_idle(5.0)
+            assert pusher.wait_idle(20.0)
             time.sleep(0.3)  # long enough for several retries, had there been any
             assert len(api.calls) == 1
             assert [e.kind for e in events] == ["down"] and events[0].retry_in is None
             pusher.request()  # the next change tries again, quietly
-            assert pusher.wait_idle(5.0)
+            assert pusher.wait_idle(20.0)
             assert [e.kind for e in events] == ["down", "retry"]
     finally:
         api.down()
