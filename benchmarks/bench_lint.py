@@ -50,7 +50,8 @@ import time
 clock = lambda: (time.perf_counter(), time.process_time())
 t0 = clock()
 from grasbot.vault import Vault
-from vaulttools.lint import LintConfig, lint_vault, render
+from vaulttools.lint import LintConfig, lint_vault
+from vaulttools.lint.formats import render_bytes  # what `--format json` writes
 from vaulttools.taxonomy import load_taxonomy
 t1 = clock()
 vault = Vault.load({vault!r})
@@ -58,7 +59,7 @@ t2 = clock()
 tax = load_taxonomy({vault!r} + "/TAXONOMIE.md")
 result = lint_vault(vault, tax, LintConfig())
 t3 = clock()
-text = render(result, "json")
+text = render_bytes(result, "json")
 t4 = clock()
 from grasbot.search import SearchIndex  # not part of the default run at 10k (see below): timed apart
 SearchIndex.build(vault)

@@ -14,7 +14,7 @@ import hashlib
 import os
 import stat
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path, PurePosixPath
@@ -698,6 +698,31 @@ class Vault:
         if note is None or not compact:
             return []
         return _materialise(note, compact)
+
+    def link_problems(self, path: str, into: Collection[str] = ()) -> list[Resolution]:
+        """The resolutions of the note's links that are not plain OK (broken, broken anchor, ambiguous), and of
+        its OK links whose target is in `into`, in link order: what a linter reports on, without building a
+        Resolution for each of the other links (the usual note has only plain OK links)."""
+        compact = self._res.get(path)
+        if not compact:
+            return []
+        if into:
+            picked = [i for i, r in enumerate(compact) if r.__class__ is not str or r in into]
+        else:
+            picked = [i for i, r in enumerate(compact) if r.__class__ is not str]
+        if not picked:
+            return []
+        note = self.notes[path]
+        flat = note._link_entries
+        links = note.links if flat is None else None
+        out: list[Resolution] = []
+        for i in picked:
+            r = compact[i]
+            if r.__class__ is str:  # an OK link into `into`: built like `_materialise` does
+                link = links[i] if links is not None else _link_at(flat, i)  # type: ignore[arg-type]
+                r = _new(Resolution, (link, _OK, r, (), None))
+            out.append(r)  # type: ignore[arg-type]
+        return out
 
     def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
         """(note path, its resolutions) for every note, sorted by path."""

@@ -231,3 +231,23 @@ def test_sarif_is_exactly_the_indented_json_dump(result):
         shown = _shower(res, TAXO_VAULT)
         expected = json.dumps(to_data(res, shown), ensure_ascii=False, indent=2) + "\n"
         assert render(res, "sarif", cwd=TAXO_VAULT) == expected
+
+
+def test_json_report_is_the_same_from_rows_parts_and_bytes(result):
+    """`render` builds the report as one list of rows; `note_part`/`assemble` (the lint cache's parts) and
+    `render_bytes` (what `--format json` writes) must give the same text, byte for byte."""
+    from itertools import groupby
+
+    from vaulttools.lint.formats import Totals, assemble, note_part, render_bytes
+
+    odd = [
+        Diagnostic("a/É.md", 1, 2, 1, 3, "broken-link", Severity.ERROR, "m – œ \u2028", None),
+        Diagnostic("a/É.md", 2, 1, 2, 1, "tag-format", Severity.WARNING, "tab\t\"q\"", None),
+        Diagnostic("b.md", 1, 1, 1, 2, "broken-link", Severity.WARNING, "m – œ \u2028", None),
+    ]
+    for res in (result, LintResult(root=Path("/v"), notes=2, diagnostics=odd), LintResult(Path("/v"), 0, [])):
+        text = render(res, "json")
+        parts = [note_part("json", list(g), "") for _, g in groupby(res.diagnostics, key=lambda d: d.path)]
+        assert assemble("json", Totals.of(res), parts) == text
+        assert render_bytes(res, "json") == text.encode("utf-8")
+        assert json.loads(text)["diagnostics"] == [d.to_dict() for d in res.diagnostics]

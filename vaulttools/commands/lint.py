@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -33,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The cyclic GC stays off for the whole command, as the loader and the rules already keep it off for
+    # their own parts: re-enabled in between, its first pass would scan every finding and report row of the
+    # run (35k findings on the 10k benchmark vault: ~0.04 s) for garbage the run does not make.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return _run(args)
     except CliError:
@@ -41,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     except Exception as exc:  # never a traceback: one line, exit 2
         raise CliError(f"internal error: {type(exc).__name__}: {exc} (please report it)") from exc
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,7 +133,12 @@ def _run(args: argparse.Namespace) -> int:
 
         if result is None:
             result = cache.result()  # type: ignore[union-attr]
-        report = render(result, args.format, color=color)
+        if args.format == "json":  # 17 MB on the 10k benchmark vault: written as the UTF-8 bytes it is built as
+            from vaulttools.lint.formats import render_bytes
+
+            report = render_bytes(result, "json")
+        else:
+            report = render(result, args.format, color=color)
     if cache is not None:
         cache.save()
     _write_output(args, report)

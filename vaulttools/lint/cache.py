@@ -48,7 +48,7 @@ import mmap
 import os
 import sys
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from grasbot.notes import Heading, Note, Resolution
@@ -230,6 +230,13 @@ class _CachedVault:
             note = self.notes[path]
             table = self._anchors[path] = AnchorTable(note.headings, note.block_ids)
         return table
+
+    def link_problems(self, path: str, into: Collection[str] = ()) -> list[Resolution]:
+        """As `grasbot.vault.Vault.link_problems`: the links that are not plain OK, and the OK ones into `into`."""
+        from grasbot.notes import LinkStatus
+
+        ok = LinkStatus.OK
+        return [r for r in self.resolutions(path) if r.status is not ok or r.target_path in into]
 
     def resolutions(self, path: str) -> list[Resolution]:
         from grasbot.links import link_key, name_key

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
-__all__ = ["Severity", "Edit", "Fix", "Diagnostic"]
+__all__ = ["Severity", "Edit", "Fix", "Diagnostic", "new_diagnostic", "SORT_KEY"]
 
 
 class Severity(str, Enum):
@@ -55,9 +56,12 @@ class Fix:
         return {"message": self.message, "applicability": "safe"}
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
-    """One finding. Positions are 1-based lines and columns (characters), end exclusive, as editors show them."""
+class Diagnostic(NamedTuple):
+    """One finding. Positions are 1-based lines and columns (characters), end exclusive, as editors show them.
+
+    A named tuple rather than a frozen dataclass: as immutable and as readable, and built at C speed (a frozen
+    dataclass's `__init__` sets each of its nine fields through `object.__setattr__`: 1.5 µs a finding, where
+    the 10k benchmark vault has 35k findings). Rules that build many findings use `new_diagnostic`."""
 
     path: str  # vault-relative, POSIX separators
     line: int
@@ -86,3 +90,14 @@ class Diagnostic:
             "message": self.message,
             "fix": self.fix.to_dict() if self.fix else None,
         }
+
+
+def new_diagnostic(fields: tuple[Any, ...]) -> Diagnostic:
+    """A `Diagnostic` from its nine fields in order, without the keyword-handling constructor."""
+    return _tuple_new(Diagnostic, fields)
+
+
+_tuple_new = tuple.__new__
+
+#: `Diagnostic.sort_key` as a C-level key function: report order (path, line, column, rule, message).
+SORT_KEY = itemgetter(0, 1, 2, 5, 7)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.engine import LintResult
 
-__all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "display_path", "path_prefix", "note_part", "assemble", "assemble_bytes"]
+__all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "render_bytes", "display_path", "path_prefix", "note_part", "assemble", "assemble_bytes"]
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif")
 #: Formats that `note_part`/`assemble` build (sarif is one JSON document with rule metadata: rendered whole).
@@ -111,6 +111,10 @@ def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | Non
         from vaulttools.lint.formats.text import render as text_render
 
         return text_render(result, _shower(result, cwd), color=True)
+    if fmt == "json":  # the paths are vault-relative: no prefix, and the rows need no grouping by note
+        from vaulttools.lint.formats.json import render as json_render
+
+        return json_render(result)
     if fmt in PART_FORMATS:
         module = _module(fmt)
         prefix = path_prefix(result.root, cwd)
@@ -121,6 +125,15 @@ def render(result: LintResult, fmt: str, *, color: bool = False, cwd: Path | Non
 
         return fn(result, _shower(result, cwd))
     raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def render_bytes(result: LintResult, fmt: str, *, cwd: Path | None = None) -> bytes:
+    """`render(result, fmt).encode("utf-8")` (uncoloured), built as bytes where that is cheaper (json)."""
+    if fmt == "json":
+        from vaulttools.lint.formats.json import render_bytes as json_render_bytes
+
+        return json_render_bytes(result)
+    return render(result, fmt, cwd=cwd).encode("utf-8")
 
 
 def _path(d: Diagnostic) -> str:

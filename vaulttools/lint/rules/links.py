@@ -87,31 +87,37 @@ def _private_paths(vault) -> set[str]:
     return {path for path, note in vault.notes.items() if note.is_private}
 
 
+def _to_check(vault, path: str, public: bool, private: set[str]) -> list[Resolution]:
+    """The resolutions of the note's links that may have a finding: every link that is not plain OK (broken,
+    broken anchor, ambiguous) and, from a public note, every link into a private one. The usual note has
+    only plain OK links, none into a private note: `Vault.link_problems` then builds no Resolution at all
+    (110k links on the 10k benchmark vault, for ~2k findings)."""
+    return vault.link_problems(path, private) if public else vault.link_problems(path)
+
+
 def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     vault = ctx.vault
+    notes = vault.notes
     ok, ambiguous = LinkStatus.OK, LinkStatus.AMBIGUOUS
-    private: set[str] | None = None  # private note paths, computed once, only if a public note has links
+    private = _private_paths(vault)
     for path in paths:
-        note = vault.notes.get(path)
+        note = notes.get(path)
         if note is None:
             continue
         source_public = not note.is_private
-        resolutions = vault.resolutions(path)
-        if source_public and resolutions and private is None:
-            private = _private_paths(vault)
-        for res in resolutions:
+        for res in _to_check(vault, path, source_public, private):
             status = res.status
-            if status is ok and (not source_public or res.target_path not in private):  # type: ignore[operator]
-                continue  # the common case, kept cheap: 100k links on a 10k-note vault
+            if status is ok and (not source_public or res.target_path not in private):
+                continue  # the common case, kept cheap
             if status is ok or status is ambiguous:
-                if status is LinkStatus.AMBIGUOUS:
+                if status is ambiguous:
                     others = [c for c in res.candidates if c != res.target_path]
                     yield make(ctx, note, res.link.span, "ambiguous-link",
                                f"{_shown(res)}: {len(res.candidates)} files have this name ({', '.join(res.candidates)}); "
                                f"{res.target_path} is used as the nearest: write the path, e.g. "
                                f"[[{(res.target_path or '').removesuffix('.md')}]]"
                                + (f" (or [[{others[0].removesuffix('.md')}]])" if others else ""))
-                target = vault.notes.get(res.target_path or "")
+                target = notes.get(res.target_path or "")
                 if source_public and target is not None and target.is_private and target.path != path:
                     yield make(ctx, note, res.link.span, "private-link",
                                f"{_shown(res)}: this public note links to {target.path}, which is private: the link "

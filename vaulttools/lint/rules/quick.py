@@ -7,11 +7,14 @@ anything: it is conservative (anything unusual — a typed item in a list, a dat
 suppression, a problem — answers False, and the checks run). It never decides a finding: when it says
 False the real checks run; when it says True they would have found nothing.
 
-`tests/test_lint_quick.py` checks that on every note of the lint fixtures, the bundled vault, the real
-corpora and a synthetic vault, with and without their taxonomy. A note check that starts reporting
-something new must be mirrored here (those tests then catch a miss only if their notes show it); a new
-note check turns the quick test off until it is added here: `applies` compares `checks()` with the three
-functions this module was written for.
+`tests/test_lint_quick.py` guards it three ways: on every note of the lint fixtures, the bundled vault, the
+real corpora and a synthetic vault (with and without their taxonomy), a "clean" is checked against the
+checks themselves; so it is on made-up notes that put each field, one at a time, on every side of every
+condition of the note checks (listed values and near misses, counts at and past their bounds, text where a
+number is expected, today and tomorrow, NFC and NFD slugs...) and, with hypothesis, on random mixes of them;
+and a digest of the note checks' source fails the suite whenever one of them is edited, until this module
+has been checked against the edit. A new note check turns the quick test off until it is added here:
+`applies` compares `checks()` with the three functions this module was written for.
 """
 
 from __future__ import annotations
