@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     import _util
 
     parser = _util.suite_parser("Retrieval speed: the original scoring, rank-bm25 and SearchIndex, side by side")
-    parser.add_argument("--sizes", default=None, help="synthetic vault sizes, comma-separated (default 10000,50000; 1000 with --quick)")
+    parser.add_argument("--sizes", default=None, help="synthetic vault sizes, comma-separated (default 10000,50000; 1000 with --quick; 0: none, the real vault only)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--queries", type=int, default=None, help="questions sampled from a synthetic vault (default 200)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocess")
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         _util.note(f"skipping grasbot-vault: {real} not found")
     from synth import ensure_vault
 
-    sizes = [int(x) for x in sizes_arg.split(",") if x.strip()]
+    sizes = [int(x) for x in sizes_arg.split(",") if x.strip() and int(x) > 0]
     memory = None
     for size in sizes:
         path = ensure_vault(size, args.seed)

@@ -80,32 +80,48 @@ def combine(
     marks body-only mentions, discounted when the question has `words` ≥ 2 words (unseen ones count),
     corroborated by the IDF (`idf`, per term) of the other question words in the note.
     """
-    seg = np.repeat(np.arange(lengths.size), lengths)
+    seg = np.arange(lengths.size).repeat(lengths)
     rank = np.bincount(doc_ids, weights=w * rank_weight[seg], minlength=n)
     soft_terms = group >= 0
     numbers = sorted({int(g) for g in group[soft_terms].tolist()} | {g for extra in (also or ()) for g in extra})
     # Per original word g, the terms that stand for it (a soft group: its synonyms or its correction).
     members = {g: (group == g) | np.asarray([g in extra for extra in also], dtype=bool) if also else group == g for g in numbers}
-    if passing is not None and words >= 2 and PASSING_EVIDENCE < 1.0 and passing.any():
+    hard = ~soft_terms[seg]  # the postings of original terms
+    # Per original word g (sorted: deterministic) that a soft term in the notes stands for: its postings
+    # and their notes (a word whose soft terms no note holds adds nothing).
+    soft_postings = []
+    for g in numbers:
+        mask = members[g][seg]
+        if np.count_nonzero(mask):
+            soft_postings.append((mask, doc_ids[mask]))
+    if passing is not None and words >= 2 and PASSING_EVIDENCE < 1.0 and np.count_nonzero(passing):
         # The informative mass of the question words each note holds: an original term is one word (a
         # term's postings hold a note once), a soft word counts at its best term in the note.
         own = np.ones(seg.size) if idf is None else np.asarray(idf, dtype=np.float64)[seg]
-        hard = ~soft_terms[seg]
-        held = np.bincount(doc_ids[hard], weights=own[hard], minlength=n).astype(np.float64)
-        for g in numbers:
-            mask = members[g][seg]
+        held = np.bincount(doc_ids[hard], weights=own[hard], minlength=n).astype(np.float64, copy=False)
+        for mask, notes in soft_postings:
             best = np.zeros(n)
-            np.maximum.at(best, doc_ids[mask], own[mask])
+            np.maximum.at(best, notes, own[mask])
             held += best
         w = _discount(doc_ids, w, passing, own, held)
-    return rank, _evidence(doc_ids, w, seg, evidence_weight, soft_terms, members, n)
+    return rank, _evidence(doc_ids, w * evidence_weight[seg], hard, soft_postings, n)
 
 
-def plain(doc_ids: np.ndarray, w: np.ndarray, passing: np.ndarray, own: np.ndarray, held: np.ndarray, words: int, bm25: np.ndarray) -> np.ndarray:
+def plain(
+    doc_ids: np.ndarray,
+    w: np.ndarray,
+    passing: np.ndarray,
+    own: np.ndarray,
+    held: np.ndarray,
+    words: int,
+    bm25: np.ndarray,
+    any_passing: bool | None = None,
+) -> np.ndarray:
     """Evidence per note when every question term is an original token (the common case): `bm25` (the
     notes' BM25F from these postings) with body-only mentions discounted. `own`: per posting, its term's
-    IDF; `held`: per note, the IDF mass of the question terms it holds; `words`: the question's words."""
-    if words < 2 or PASSING_EVIDENCE >= 1.0 or not passing.any():
+    IDF; `held`: per note, the IDF mass of the question terms it holds; `words`: the question's words;
+    `any_passing`: `passing.any()` when the caller knows it (cached per term)."""
+    if words < 2 or PASSING_EVIDENCE >= 1.0 or not (np.count_nonzero(passing) if any_passing is None else any_passing):
         return bm25
     return np.bincount(doc_ids, weights=_discount(doc_ids, w, passing, own, held), minlength=bm25.size)
 
@@ -114,38 +130,22 @@ def _discount(doc_ids: np.ndarray, w: np.ndarray, passing: np.ndarray, own: np.n
     """`w` with each body-only mention scaled by PASSING_EVIDENCE + (1 - PASSING_EVIDENCE) x support,
     support = min(1, the other words' mass in the note / this word's): a common word beside a rare one
     corroborates little, a word as informative corroborates fully."""
-    factor = np.take(held, doc_ids)  # in place from here: this runs on every posting of the question
+    factor = held[doc_ids]  # in place from here: this runs on every posting of the question
     factor /= own  # 1 + support, before the cap (own > 0: a term's IDF)
     factor *= 1.0 - PASSING_EVIDENCE
     factor += 2.0 * PASSING_EVIDENCE - 1.0
     np.minimum(factor, 1.0, out=factor)
-    np.copyto(factor, 1.0, where=~passing)
     factor *= w
-    return factor
+    return np.where(passing, factor, w)  # other postings keep their weight (as w x 1.0)
 
 
-def _evidence(
-    doc_ids: np.ndarray,
-    w: np.ndarray,
-    seg: np.ndarray,
-    evidence_weight: np.ndarray,
-    soft_terms: np.ndarray,
-    members: dict[int, np.ndarray],
-    n: int,
-) -> np.ndarray:
-    """Evidence per note: original terms summed at their evidence weight, each soft word at its best term."""
-    soft = soft_terms[seg]
-    hard = ~soft
-    weighted = w * evidence_weight[seg]
-    evidence = np.bincount(doc_ids[hard], weights=weighted[hard], minlength=n).astype(np.float64)
-    if not members:
-        return evidence
-    original = evidence > 0
-    for g in sorted(members):  # sorted: deterministic
-        mask = members[g][seg]
-        if not mask.any():
-            continue
+def _evidence(doc_ids: np.ndarray, weighted: np.ndarray, hard: np.ndarray, soft_postings: list[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
+    """Evidence per note from the postings' evidence-weighted BM25 (`weighted`): original terms (`hard`)
+    summed, each soft word at its best term (`soft_postings`: per word, its postings and their notes)."""
+    evidence = np.bincount(doc_ids[hard], weights=weighted[hard], minlength=n).astype(np.float64, copy=False)
+    original = evidence > 0 if SOFT_NEEDS_ORIGINAL else None
+    for mask, notes in soft_postings:
         best = np.zeros(n)
-        np.maximum.at(best, doc_ids[mask], weighted[mask])
+        np.maximum.at(best, notes, weighted[mask])
         evidence = evidence + (np.where(original, best, 0.0) if SOFT_NEEDS_ORIGINAL else best)
     return evidence

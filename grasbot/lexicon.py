@@ -351,18 +351,19 @@ def expand(
     they are part of a trigger of several words. Sorted by term; a term reached from several sources keeps
     the highest weight, then the first source in sorted order (deterministic) as `source`, and all of
     them, sorted, in `sources`."""
+    present = set(tokens)
+    by_token = _by_token()
+    triggering = present & by_token.keys()  # most questions: none of their words is in the table
+    if not triggering:
+        return []
     weight = EXPANSION_WEIGHT if weight is None else weight
     family_weight = FAMILY_WEIGHT if family_weight is None else family_weight
     translation_weight = TRANSLATION_WEIGHT if translation_weight is None else translation_weight
     weights = {_SYNONYM: weight, _FAMILY: family_weight, _TRANSLATION: translation_weight}
-    present = set(tokens)
-    if not present:
-        return []
-    by_token = _by_token()
     table = _entries()
     found: dict[str, tuple[float, str]] = {}
     reached: dict[str, set[str]] = {}
-    for token in sorted(present):
+    for token in sorted(triggering):
         for i in by_token.get(token, ()):
             trig, targets, kind = table[i]
             # A trigger of several words ("pièce jointe") is specific even when each word is common.

@@ -72,7 +72,7 @@ import numpy as np
 from grasbot import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
 from grasbot.links import name_key_fast
 from grasbot.notes import Note, visible_to_visitors
-from grasbot.tokenize import raw_word_counts, raw_word_tokens, stem, token_counts, tokenize, words
+from grasbot.tokenize import raw_word_counts, raw_word_tokens, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -171,11 +171,16 @@ class _Doc:
 
     note: Note
     id: str
-    key: tuple[str, str]  # (path, digest or text length): re-tokenize only when this changes
     full: bool  # read with its frontmatter (False: degraded, file name and body only)
     priority: int | None
     is_moc: bool
     out: tuple[str, ...] = ()  # paths it links to (vault.outgoing), turned into neighbours at query time
+
+
+def _content_key(note: Note) -> tuple[str, str]:
+    """(path, digest or text length): an update re-tokenizes a note only when this changes. Taken from
+    the indexed note object itself when needed (not kept per note, and no digest computed by a build)."""
+    return (note.path, note.digest or str(len(note.text)))
 
 
 def note_id(note: Note) -> str:
@@ -267,13 +272,15 @@ class _Reader:
         """Map the raw words not seen yet to their term ids (new terms in one `tids_of` call)."""
         raw = self.raw
         singles = []
-        for word in sorted(set(words).difference(raw)):
-            tokens = raw_word_tokens(word)
+        firsts = []
+        new = sorted(set(words).difference(raw))
+        for word, tokens in zip(new, raw_words_tokens(new)):  # (stemmed at once, the tokenizer's caches untouched)
             if len(tokens) == 1:
                 singles.append(word)
+                firsts.append(tokens[0])
             else:
                 raw[word] = -1 if tokens else 0
-        for word, tid in zip(singles, self.tids_of([raw_word_tokens(w)[0] for w in singles])):
+        for word, tid in zip(singles, self.tids_of(firsts)):
             raw[word] = tid
 
     def read(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, list[int], tuple[int, ...], Sequence[int], Sequence[int]]:
@@ -326,7 +333,6 @@ class _Reader:
         doc = _Doc(
             note=note,
             id=note_id(note),
-            key=(note.path, note.digest or str(len(note.text))),
             full=full,
             priority=note.priority if full else None,
             is_moc=note.is_moc if full else False,
@@ -402,7 +408,7 @@ class _Stale(Exception):
 
 #: Notes whose (term, note) entries are summed in one batch while building (bounds the transient arrays;
 #: a slot within a batch is stored on 2 bytes).
-_BUILD_BATCH = 2048
+_BUILD_BATCH = 512
 assert _BUILD_BATCH <= 1 << 16
 
 
@@ -480,7 +486,44 @@ def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count
             fm_sum = body_sum = np.zeros(0)
         pair = key[starts]
     w = np.uint64(width)
-    return (pair // w).astype(np.int32), (pair % w).astype(np.uint16), fm_sum.astype(np.float32), body_sum.astype(np.float32)
+    tids = pair // w
+    # (term ids on 2 bytes while they fit: the batches wait for the placement, so they are a peak of memory)
+    tids = tids.astype(np.uint16 if not tids.size or int(tids[-1]) < 1 << 16 else np.int32)  # (sorted: the last is the max)
+    return tids, (pair % w).astype(np.uint16), _narrow(fm_sum), _narrow(body_sum)
+
+
+#: Every multiple of 0.5 up to this is exact in a float16 (11 significant bits): short-field weighted
+#: frequencies and body counts are stored on 2 bytes when they fit (memory), else on 4 (float32: exact).
+_F16_EXACT = 1024.0
+_U16_SLOTS = 1 << 16  # slots stored on 2 bytes (uint16) while a vault has at most this many
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Exact sums (multiples of 0.5) on 2 bytes when every one fits, else on 4."""
+    if not values.size or float(values.max()) <= _F16_EXACT:
+        return values.astype(np.float16)
+    return values.astype(np.float32)
+
+
+def _fits(docs: np.ndarray, fms: np.ndarray, bodies: np.ndarray, slot: int, fm_value: float, count: float) -> bool:
+    """Whether a posting (slot, fm_value, count) is stored exactly in these arrays' dtypes."""
+    if docs.dtype == np.uint16 and slot >= _U16_SLOTS:
+        return False
+    if fms.dtype == np.float16 and fm_value > _F16_EXACT:
+        return False
+    return not (bodies.dtype == np.float16 and count > _F16_EXACT)
+
+
+def _widen(docs: np.ndarray, fms: np.ndarray, bodies: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A copy of a term's postings on 4 bytes per value."""
+    return docs.astype(np.int32), fms.astype(np.float32), bodies.astype(np.float32)
+
+
+def _find(docs: np.ndarray, slot: int) -> int:
+    """Where `slot` is or would go in a term's sorted note slots."""
+    if docs.dtype == np.uint16 and slot >= _U16_SLOTS:
+        return int(docs.size)
+    return int(docs.searchsorted(docs.dtype.type(slot)))  # (same dtype: no conversion of the array)
 
 
 def _csr(keys: np.ndarray, size: int) -> np.ndarray:
@@ -496,7 +539,7 @@ class _Grow:
     __slots__ = ("a", "n")
 
     def __init__(self, values: Any, dtype: Any) -> None:
-        self.a = np.array(values, dtype=dtype)
+        self.a = np.asarray(values, dtype=dtype)  # (an array of that dtype is taken over, not copied)
         self.n = int(self.a.size)
 
     def view(self) -> np.ndarray:
@@ -523,11 +566,14 @@ _NOTE = attrgetter("note")
 _ID = attrgetter("id")
 _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
+_EMPTY_B = np.zeros(0, dtype=bool)
 _FULL_BY_KIND = np.zeros(len(_KINDS))
 _PARTIAL_BY_KIND = np.zeros(len(_KINDS))
 for _kind, _points in ((_K_TITLE, TITLE_POINTS), (_K_SLUG, SLUG_POINTS), (_K_ALIAS, ALIAS_POINTS), (_K_DOMAIN, DOMAIN_POINTS), (_K_TAG, TAG_POINTS)):
     _FULL_BY_KIND[_kind] = _points
 _PARTIAL_BY_KIND[_K_TITLE] = TITLE_PARTIAL_POINTS
+_PARTIAL_BY_KIND_F16 = _PARTIAL_BY_KIND.astype(np.float16)
+assert (_PARTIAL_BY_KIND_F16 == _PARTIAL_BY_KIND).all()
 
 
 def _without(a: np.ndarray, at: int) -> np.ndarray:
@@ -573,7 +619,9 @@ class SearchIndex:
     note's own postings and a few running totals, and still answers exactly as a fresh build.
 
     Postings are CSR arrays from the last build (`_p_off`, `_p_doc`, `_p_fm`, `_p_body`) with per-term
-    replacements for the terms an update touched (`_p_over`). Frontmatter phrases (title, slug, aliases,
+    replacements for the terms an update touched (`_p_over`), on 2 bytes per value while every value fits
+    exactly (uint16 slots up to 65,536 notes, float16 halves and counts up to `_F16_EXACT`), else on 4; an
+    update that brings a value too wide widens that term's postings (`_fits`). Frontmatter phrases (title, slug, aliases,
     sample questions, labels) are numbered append-only, in arrays (kind, owner, tokens, alias group; only
     their texts are Python objects), with their own term -> phrases postings (`_q_off`, `_q_phrase`,
     `_q_over`); a changed note's phrases are dropped from those postings and new ones appended.
@@ -629,8 +677,8 @@ class SearchIndex:
         self._speller: _spelling.Speller | None = None  # built on the first unknown question word
         self._stale = True  # derived arrays (IDF, norms, phrase weights, rank) need recomputing
         self._order_dirty = True
-        self._wcache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._pcache: dict[int, np.ndarray] = {}  # term -> its mentions in passing (grounding), until a change
+        self._wcache: dict[int, tuple[Any, ...]] = {}  # term -> its per-question record, until a change
+        self._floor: float | None = None  # the least priority/MOC bonus of any note, until a change
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections: dict[tuple[str, str], _spelling.Correction | None] = {}  # reset on change
 
@@ -698,7 +746,7 @@ class SearchIndex:
                 if new_id != doc.id:
                     doc.id = new_id
                     self._order_dirty = True
-            elif note is None or doc.key != (note.path, note.digest or str(len(note.text))) or doc.note.text != note.text:
+            elif note is None or _content_key(doc.note) != _content_key(note) or doc.note.text != note.text:
                 self._set_note(vault, path, note)
             else:
                 doc.note = note
@@ -828,8 +876,13 @@ class SearchIndex:
         lens = np.zeros(s_count)
         nterms = np.zeros(s_count, dtype=np.int64)
         columns: dict[int, np.ndarray] = {}
-        for column, dtype in ((2, np.float32), (3, np.float32), (1, np.int32)):  # fm (halves), body, slot
-            out = np.empty(total, dtype=dtype)  # (exact: multiples of 0.5 and counts)
+        slot_dtype = np.uint16 if s_count <= _U16_SLOTS else np.int32
+        for column in (2, 3, 1):  # fm (halves), body, slot
+            if column == 1:
+                dtype = slot_dtype
+            else:  # (exact: multiples of 0.5 and counts, float16 when every batch's fit)
+                dtype = np.result_type(np.float16, *(batch[column].dtype for batch in batches))  # type: ignore[index]
+            out = np.empty(total, dtype=dtype)
             cursor = p_off[:-1].copy()
             first_slot = 0
             for b, batch in enumerate(batches):
@@ -876,17 +929,18 @@ class SearchIndex:
         self._ph_kind = _Grow(ph_kind, np.int8)
         lengths = ph_len
         self._ph_len = _Grow(lengths, np.int32)
-        qt = ph_tok.astype(np.int64)
+        qt = ph_tok  # (int32)
         self._ph_tok = _Grow(qt, np.int32)
-        self._ph_tok_of = _Grow(np.repeat(np.arange(m, dtype=np.int32), lengths), np.int32)
+        qp = np.repeat(np.arange(m, dtype=np.int32), lengths)
+        self._ph_tok_of = _Grow(qp, np.int32)
         g = ph_group
         self._ph_group = _Grow(g, np.int32)
         self._group_count = _Grow(np.bincount(g[g >= 0], minlength=len(groups)), np.int64)
-        qp = np.repeat(np.arange(m, dtype=np.int64), lengths)
-        by_term = np.sort(qt * max(m, 1) + qp)
+        # Term -> its phrases, ascending: tokens are listed phrase after phrase and a phrase's tokens are
+        # distinct, so a stable sort by term alone orders each term's phrases.
         self._q_off = _csr(qt, len(self._terms) + 1)
-        self._q_phrase = (by_term % max(m, 1)).astype(np.int32)
-        del by_term, qp, qt
+        self._q_phrase = qp[np.argsort(qt, kind="stable")]
+        del qp, qt
         if len(self._terms) > v:  # a phrase token that is in no field (cannot happen today): no posting
             self._dfg.resize(len(self._terms))
 
@@ -987,12 +1041,11 @@ class SearchIndex:
                     self._group_count.a[group] -= 1
                 self._ph_text[pid] = None
         df = self._dfg.a
-        key = np.int32(slot)  # (a Python int would make searchsorted convert the array)
         for tid in old_tids:
             if tid in keep:
                 continue
             docs, fm, body = self._postings(tid)
-            at = int(docs.searchsorted(key))
+            at = _find(docs, slot)
             if at >= docs.size or docs[at] != slot:
                 raise _Stale(doc.note.path)
             self._p_over[tid] = (_without(docs, at), _without(fm, at), _without(body, at))
@@ -1026,12 +1079,14 @@ class SearchIndex:
         df = self._dfg.a
         order = sorted(stats)
         length = 0.0
-        key = np.int32(slot)  # (a Python int would make searchsorted convert the array)
         for tid in order:
             fm_value, count = stats[tid]
             length += count
             docs, fms, bodies = self._postings(tid)
-            at = int(docs.searchsorted(key))
+            if not _fits(docs, fms, bodies, slot, fm_value, count):  # a value too wide for 2 bytes: 4
+                docs, fms, bodies = _widen(docs, fms, bodies)
+                self._p_over[tid] = (docs, fms, bodies)
+            at = _find(docs, slot)
             if at < docs.size and docs[at] == slot:  # a term the note keeps: in place
                 fms[at] = fm_value
                 bodies[at] = count
@@ -1084,13 +1139,19 @@ class SearchIndex:
         lengths = self._ph_len.view()
         qt = self._ph_tok.view()
         qp = self._ph_tok_of.view()
-        self._ph_norm = np.maximum(np.sqrt(np.bincount(qp, weights=self._idf[qt] ** 2, minlength=m)), 1e-12) if m else np.zeros(0)
-        kind = self._ph_kind.view().astype(np.int64)
+        if m:
+            squares = self._idf[qt]
+            np.square(squares, out=squares)  # (in place: one transient array, not two)
+            self._ph_norm = np.maximum(np.sqrt(np.bincount(qp, weights=squares, minlength=m)), 1e-12)
+            del squares
+        else:
+            self._ph_norm = np.zeros(0)
+        kind = self._ph_kind.view()  # (int8: indexes the per-kind tables as it is)
         group = self._ph_group.view()
         holders = self._group_count.view()[np.maximum(group, 0)] if self._group_count.n else np.ones(m, dtype=np.int64)
         divisor = np.where(group >= 0, np.maximum(holders, 1), 1)
         self._ph_full = _FULL_BY_KIND[kind] / divisor
-        self._ph_partial = _PARTIAL_BY_KIND[kind]
+        self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 3 points: exact on 2 bytes)
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
@@ -1099,13 +1160,13 @@ class SearchIndex:
         if self._order_dirty:
             # Id order, then path (ids are unique in a vault): one numpy sort of the strings (code point
             # order, as Python's: ids and paths hold no NUL), not a Python sort of tuples (a fifth of a
-            # second on 50k notes).
+            # second on 50k notes). As UTF-8 bytes (the same order, a quarter of the memory of 'U').
             docs = self._docs
             live = [s for s, d in enumerate(docs) if d is not None]
             rank = np.full(len(docs), len(docs), dtype=np.int64)
             if live:
-                ids = np.array([docs[s].id for s in live])  # type: ignore[union-attr]
-                paths = np.array([docs[s].note.path for s in live])  # type: ignore[union-attr]
+                ids = np.array([docs[s].id.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
+                paths = np.array([docs[s].note.path.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
                 rank[np.asarray(live)[np.lexsort((paths, ids))]] = np.arange(len(live), dtype=np.int64)
                 del ids, paths
             self._rank = rank
@@ -1114,11 +1175,14 @@ class SearchIndex:
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
         self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
-        self._pcache = {}
+        self._floor = None
         self._stale = False
 
-    def _weights(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        """The notes holding term `tid` and their BM25F weight times the term's IDF (cached until a change)."""
+    def _term(self, tid: int) -> tuple[Any, ...]:
+        """What a question needs of term `tid`, computed once and cached until the next change (`_refresh`
+        empties the cache): the notes holding it, their BM25F weight times its IDF, per posting whether
+        it is a body-only mention (grounding) and whether any is, its IDF and document frequency as
+        Python numbers, and the phrases holding it. Fields: `_T_*`."""
         found = self._wcache.get(tid)
         if found is None:
             docs, fm, body = self._postings(tid)
@@ -1126,7 +1190,9 @@ class SearchIndex:
             # length-normalised (titles, aliases and labels are short by nature).
             pseudo = fm + body * self._norm[docs]
             sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
-            found = (docs, sat * self._idf[tid])
+            idf = self._idf[tid]
+            passing = _grounding.in_passing(fm)
+            found = (docs, sat * idf, passing, bool(passing.any()), float(idf), int(self._df[tid]), self._phrase_postings(tid))
             if len(self._wcache) >= 4096:
                 self._wcache.clear()
             self._wcache[tid] = found
@@ -1145,15 +1211,16 @@ class SearchIndex:
         terms = self._terms
         return frozenset(terms[t] for t in tids.tolist())
 
-    def _neighbours(self, slot: int) -> list[int]:
-        """Slots of the candidates `slot` links to (cached until the next change)."""
+    def _neighbours(self, slot: int) -> np.ndarray:
+        """Slots of the candidates `slot` links to, in link order (cached until the next change)."""
         found = self._nb_cache.get(slot)
         if found is None:
             doc = self._docs[slot]
             assert doc is not None
             slot_of = self._slot_of
-            found = self._nb_cache[slot] = [slot_of[p] for p in doc.out if p in slot_of and p != doc.note.path]
-        return found
+            found = np.asarray([slot_of[p] for p in doc.out if p in slot_of and p != doc.note.path], dtype=np.int64)
+            self._nb_cache[slot] = found  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
 
     # -- spelling -------------------------------------------------------------------------------------
     def _correct(self, token: str, word: str) -> _spelling.Correction | None:
@@ -1171,6 +1238,9 @@ class SearchIndex:
 
     # -- searching -----------------------------------------------------------------------------------
     def search(self, query: str, top_k: int | None = None) -> SearchResult:
+        # Cost: per question, a fixed number of numpy operations on the question's postings and a few
+        # dense arrays; what depends on one term only (its weights, body-only mentions, IDF, phrases) is
+        # computed once per term until the next change (`_term`), and reasons only for the returned notes.
         started = time.perf_counter()
         k = self.config.top_k if top_k is None else top_k
         tokens = tuple(tokenize(query))
@@ -1182,6 +1252,7 @@ class SearchIndex:
             return SearchResult(query, tokens, [], False, {"tokens": list(tokens), "candidates": 0, "elapsed_ms": _ms(started)})
 
         vocab = self._vocab
+        term = self._term
         corrected: dict[str, str] = {}
         sure: dict[str, str] = {}  # the confident corrections
         inflected: dict[str, str] = {}  # another form of the typed word (`mangent` -> `mang`): as if typed so
@@ -1211,7 +1282,8 @@ class SearchIndex:
                 soft.setdefault(fixed, (SURE_CORRECTION_WEIGHT, SURE_CORRECTION_EVIDENCE, t))
             else:
                 soft.setdefault(fixed, (CORRECTION_WEIGHT, CORRECTION_EVIDENCE, t))
-        common = {t for t in originals if t in vocab and self._df[vocab[t]] > EXPAND_MAX_DF * n}
+        own_terms = [(t, term(vocab[t])) for t in originals if t in vocab]
+        common = {t for t, rec in own_terms if rec[_T_DF] > EXPAND_MAX_DF * n}
         for e in _lexicon.expand(originals, vocab, keep=common):
             if soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))[2] == e.source and len(e.sources) > 1:
                 also_for[e.term] = e.sources[1:]
@@ -1219,18 +1291,19 @@ class SearchIndex:
         if soft:
             unique = sorted(set(originals) | set(soft))
         # -- end of lexicon hook -----------------------------------------------------------------------
-        known = [vocab[t] for t in unique if t in vocab]
-        idf_known = self._idf[known] if known else np.zeros(0)
+        known_terms = [t for t in unique if t in vocab]
+        known = [vocab[t] for t in known_terms]
+        recs = [term(tid) for tid in known]
+        idf_known = np.array([rec[_T_IDF] for rec in recs]) if known else np.zeros(0)
         exact = {vocab[t] for t in originals if t in vocab}
-        mass = float(sum(float(self._idf[vocab[t]]) for t in originals if t in vocab))
+        mass = float(sum(rec[_T_IDF] for _t, rec in own_terms))
         # A confident correction weighs its term's IDF, once per term: to a term the question already holds
         # as typed, or twice, it is one word twice.
         stood_for = sorted({fixed for fixed in sure.values() if fixed in soft})
-        mass += sum(float(self._idf[vocab[fixed]]) for fixed in stood_for)
+        mass += sum(term(vocab[fixed])[_T_IDF] for fixed in stood_for)
         mass += UNSEEN_WEIGHT * self._idf_unseen * (len(originals) - len(exact) + len(corrected) - len(sure))
-        q_norm = math.sqrt(float((idf_known**2).sum()) + self._idf_unseen**2 * (len(originals) - len(exact)))
-        known_terms = [t for t in unique if t in vocab]
-        factor = np.asarray([1.0 if tid in exact else soft[t][0] for t, tid in zip(known_terms, known)]) if known else np.zeros(0)
+        # Without soft terms every known term is an original one (ranking weight 1).
+        factor = np.asarray([1.0 if tid in exact else soft[t][0] for t, tid in zip(known_terms, known)]) if soft and known else None
 
         # BM25F and coverage (IDF mass of the question found in each note), one pass over the postings.
         scores = np.zeros(slots)
@@ -1239,129 +1312,154 @@ class SearchIndex:
         evidence_bm25 = scores
         best_bm25 = 0.0
         if known:
-            parts = [self._weights(tid) for tid in known]
-            lengths = np.asarray([len(part[0]) for part in parts], dtype=np.int64)
-            if len(known) == 1:
-                doc_ids, w = parts[0]
-            else:
-                doc_ids = np.concatenate([part[0] for part in parts])
-                w = np.concatenate([part[1] for part in parts])
-            # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/grounding.py).
-            passing = self._passing(known)
+            single = len(recs) == 1
+            doc_ids = recs[0][_T_DOCS] if single else np.concatenate([rec[_T_DOCS] for rec in recs])
+            w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
             n_words = len(originals) + len(corrected)
+            # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/grounding.py).
+            any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
+            if soft or (any_passing and n_words >= 2):
+                passing = recs[0][_T_PASSING] if single else np.concatenate([rec[_T_PASSING] for rec in recs])
+            else:  # not looked at (no body-only mention, or one word: no discount)
+                passing = _EMPTY_B
             if soft:  # lexicon hook: soft terms rank at their weight, count as evidence once per word
-                is_exact = np.asarray([tid in exact for tid in known])
+                assert factor is not None
+                lengths = np.asarray([rec[_T_DOCS].size for rec in recs], dtype=np.int64)
+                is_exact = [tid in exact for tid in known]
                 groups = sorted({v[2] for v in soft.values()} | {g for extra in also_for.values() for g in extra})
                 group = np.asarray([-1 if e else groups.index(soft[t][2]) for t, e in zip(known_terms, is_exact)])
                 also = [() if e else tuple(groups.index(g) for g in also_for.get(t, ())) for t, e in zip(known_terms, is_exact)]
                 ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
                 bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known)
-                covered = np.bincount(doc_ids, weights=np.repeat(np.where(is_exact, idf_known, 0.0), lengths), minlength=slots)
+                covered = np.bincount(doc_ids, weights=np.where(is_exact, idf_known, 0.0).repeat(lengths), minlength=slots)
             else:
+                own = idf_known.repeat([rec[_T_DOCS].size for rec in recs])  # each posting's term IDF
                 bm25 = np.bincount(doc_ids, weights=w, minlength=slots)
-                own = np.repeat(idf_known, lengths)
                 covered = np.bincount(doc_ids, weights=own, minlength=slots)
-                evidence_bm25 = _grounding.plain(doc_ids, w, passing, own, covered, n_words, bm25)
-            best_bm25 = float(bm25.max())
+                evidence_bm25 = _grounding.plain(doc_ids, w, passing, own, covered, n_words, bm25, any_passing)
+            best_bm25 = float(np.maximum.reduce(bm25))
             if best_bm25 > 0:
                 scores = bm25 * (BM25_POINTS / best_bm25)
-        coverage = covered / mass
+        # coverage (a note's share of the question's mass): covered / mass, computed where it is needed.
 
         # Phrase signals, vectorized over the phrases that share a token with the question.
-        if known:
-            q_parts = [self._phrase_postings(tid) for tid in known]
-            q_len = np.asarray([part.size for part in q_parts], dtype=np.int64)
-            ph = np.concatenate(q_parts) if len(q_parts) > 1 else q_parts[0]
-        else:
-            ph = np.zeros(0, dtype=np.int32)
         matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        q_parts = [rec[_T_PHRASES] for rec in recs]
+        ph = (np.concatenate(q_parts) if len(q_parts) > 1 else q_parts[0]) if q_parts else _EMPTY_I
         if ph.size:
-            idf_rep = np.repeat(idf_known * factor, q_len)
+            idf_rep = (idf_known if factor is None else idf_known * factor).repeat([part.size for part in q_parts])
             m = len(self._ph_text)
             if m <= _DENSE_PHRASES:  # small vault: dense counts are fewer operations than a sort
                 inside = np.bincount(ph, weights=idf_rep, minlength=m)
-                touched = np.flatnonzero(inside)
+                touched = inside.nonzero()[0]
                 hits = np.bincount(ph, minlength=m)[touched]
-                squares = np.bincount(ph, weights=idf_rep * idf_rep, minlength=m)[touched]
                 inside = inside[touched]
             else:
                 touched, inverse = np.unique(ph, return_inverse=True)
                 hits = np.bincount(inverse)
                 inside = np.bincount(inverse, weights=idf_rep)
-                squares = np.bincount(inverse, weights=idf_rep * idf_rep)
             full = hits == self._ph_len_view[touched]
             share = inside / mass
             # Per phrase: its points when every token is in the question (title, slug, alias / holders,
             # labels), when only some are (title only), and for a sample question its similarity.
             points = np.where(full, self._ph_full[touched], self._ph_partial[touched]) * share
             answer = self._ph_answer[touched]
-            if answer.any():
+            if np.count_nonzero(answer):  # sample questions: IDF-weighted cosine with the question
+                if m <= _DENSE_PHRASES:
+                    squares = np.bincount(ph, weights=idf_rep * idf_rep, minlength=m)[touched]
+                else:
+                    squares = np.bincount(inverse, weights=idf_rep * idf_rep)
+                q_norm = math.sqrt(float(np.add.reduce(idf_known**2)) + self._idf_unseen**2 * (len(originals) - len(exact)))
                 sim = squares / (q_norm * self._ph_norm[touched])
                 points = np.where(answer & (sim >= ANSWERS_MIN), ANSWERS_POINTS * sim, points)
             owner = self._ph_doc_view[touched]
             matched = (touched, owner, full, points)
             # One alias and one sample question count per note (the best); title, slug and labels add up.
             best_of = self._ph_best_of[touched]
-            if best_of.any():
-                add = np.bincount(owner[~best_of], weights=points[~best_of], minlength=slots).astype(np.float64)
+            if np.count_nonzero(best_of):
                 # The best alias and the best sample question of each note: one max over (note, group).
-                slot = owner[best_of].astype(np.int64) * 2 + self._ph_answer[touched[best_of]]
+                slot = (np.multiply(owner, 2, dtype=np.int64) + answer)[best_of]
                 top2 = np.zeros(2 * slots)
                 np.maximum.at(top2, slot, points[best_of])
-                add += top2[0::2] + top2[1::2]
+                add = top2[0::2] + top2[1::2]  # float64, even when no other phrase matched
+                others = ~best_of
+                add += np.bincount(owner[others], weights=points[others], minlength=slots)
             else:
                 add = np.bincount(owner, weights=points, minlength=slots)
             scores = scores + add
         scored = scores > 0
         scores = scores + np.where(scored, self._bonus_view, 0.0)
-        scores[scored & (scores <= 0)] = 1e-6  # a matching note with a low priority is still a candidate
+        if self._bonus_floor() < 0:
+            scores[scored & (scores <= 0)] = 1e-6  # a matching note with a low priority is still a candidate
 
         direct = scores
         candidates = int(np.count_nonzero(scored))
-        seeds = [i for i in _top(direct, GRAPH_SEEDS, self._rank) if direct[i] > 0]
+        # One ranking serves the seeds and, when the graph lifts nothing, the answer.
+        order = _top(direct, max(k, GRAPH_SEEDS), self._rank)
+        head = [(i, direct.item(i)) for i in order]
+        seeds = [i for i, value in head[:GRAPH_SEEDS] if value > 0]
 
         # Graph: a neighbour of a seed is lifted to a share of the seed's score (never above its seed),
-        # and strictly below every note that really matches the question.
+        # and strictly below every note that really matches the question. Seeds come best first, so a
+        # seed's lift is never above an earlier one's: a neighbour keeps the first lift it gets. A lift
+        # below the k-th direct score cannot reach the answer (lifts only raise scores): not computed.
         lifted: dict[int, tuple[float, str]] = {}
-        real = direct[(coverage >= REAL_MATCH_COVERAGE) & scored]
-        ceiling = math.nextafter(float(real.min()), 0.0) if real.size else math.inf
+        kth = head[k - 1][1] if len(head) >= k else 0.0
+        ceiling: float | None = None
         seed_set = set(seeds)
-        for s in seeds:
-            for nb in self._neighbours(s):
-                if nb in seed_set:
-                    continue
-                value = min(GRAPH_SHARE * float(direct[s]), ceiling)
-                if value > direct[nb] and (nb not in lifted or value > lifted[nb][0]):
-                    lifted[nb] = (value, self._docs[s].id)
-        final = direct.copy() if lifted else direct
-        for nb, (value, _seed) in lifted.items():
-            final[nb] = value
-
-        top = [i for i in _top(final, k, self._rank) if final[i] > 0]
+        for s, seed_value in head[:GRAPH_SEEDS]:
+            if seed_value <= 0 or GRAPH_SHARE * seed_value < kth:
+                break
+            nbs = self._neighbours(s)
+            if not nbs.size:
+                continue
+            if ceiling is None:
+                real = direct[(covered / mass >= REAL_MATCH_COVERAGE) & scored]
+                ceiling = math.nextafter(float(real.min()), 0.0) if real.size else math.inf
+            value = min(GRAPH_SHARE * seed_value, ceiling)
+            if value < kth:
+                break
+            seed_id = self._docs[s].id  # type: ignore[union-attr]
+            for nb, current in zip(nbs.tolist(), direct[nbs].tolist()):
+                if value > current and nb not in seed_set and nb not in lifted:
+                    lifted[nb] = (value, seed_id)
+        # The final scores: the direct ones, lifted ones replaced. Only the k best direct notes and the
+        # lifted ones can be among the k best (a lift only raises a score): ranked here, ties by id order.
+        final = dict(head[:k])
+        if lifted:
+            final.update((nb, value) for nb, (value, _seed) in lifted.items())
+            pool = np.fromiter(final, dtype=np.int64, count=len(final))
+            values = np.fromiter(final.values(), dtype=np.float64, count=len(final))
+            order = pool[np.lexsort((self._rank[pool], -values))[:k]].tolist()
+        top = [i for i in order[:k] if final[i] > 0]
         phrase_reasons = self._reasons(matched, top)
         hits_out: list[Hit] = []
+        best_cov = 0.0
         for i in top:
             d = self._docs[i]
+            assert d is not None
             why = phrase_reasons.get(i, [])
-            if bm25[i] > 0:
-                why.append(f"bm25:{BM25_POINTS * bm25[i] / best_bm25:.2f}")
-            if scored[i]:
+            b = bm25.item(i)
+            if b > 0:
+                why.append(f"bm25:{BM25_POINTS * b / best_bm25:.2f}")
+            is_direct = bool(scored.item(i))
+            if is_direct:
                 if d.priority is not None and d.priority != 5:
                     why.append("priority")
                 if d.is_moc:
                     why.append("moc-hub")
             if i in lifted:
                 why.append(f"graph-from:{lifted[i][1]}")
-            hits_out.append(
-                Hit(d.note, d.id, round(float(final[i]), 4), tuple(why), direct=bool(scored[i]), coverage=round(float(coverage[i]), 4))
-            )
+            cov = round(covered.item(i) / mass, 4)
+            if is_direct and cov > best_cov:
+                best_cov = cov
+            hits_out.append(Hit(d.note, d.id, round(final[i], 4), tuple(why), direct=is_direct, coverage=cov))
 
-        best_cov = max((h.coverage for h in hits_out if h.direct), default=0.0)
         # Evidence: the best direct note's BM25F as a share of what a note holding every question token
         # strongly would get. Unseen tokens count at full IDF, body-only mentions little unless corroborated.
         ideal = mass * (BM25_K1 + 1.0)
         # Over every note, not only the returned ones: `grounded` must not depend on top_k.
-        evidence = float(evidence_bm25.max()) / ideal if known and n else 0.0
+        evidence = float(np.maximum.reduce(evidence_bm25)) / ideal if known and n else 0.0
         grounded = evidence >= GROUND_EVIDENCE
         if self.config.min_score is not None and (not hits_out or hits_out[0].score < self.config.min_score):
             grounded = False
@@ -1369,7 +1467,7 @@ class SearchIndex:
             "tokens": list(tokens),
             "vault_size": n,
             "candidates": candidates,
-            "seeds": [self._docs[i].id for i in seeds],
+            "seeds": [self._docs[i].id for i in seeds],  # type: ignore[union-attr]
             "bm25_max": round(best_bm25, 4),
             "coverage": round(best_cov, 4),
             "evidence": round(evidence, 4),
@@ -1379,19 +1477,13 @@ class SearchIndex:
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
 
-    def _passing(self, known: list[int]) -> np.ndarray:
-        """Per posting of the terms `known` (in the order of their `_weights`): is it a body-only
-        mention, in no short field (`grounding.in_passing`)? Cached per term until a change."""
-        parts = []
-        for tid in known:
-            found = self._pcache.get(tid)
-            if found is None:
-                found = _grounding.in_passing(self._postings(tid)[1])
-                if len(self._pcache) >= 4096:
-                    self._pcache.clear()
-                self._pcache[tid] = found
-            parts.append(found)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    def _bonus_floor(self) -> float:
+        """The least `priority`/MOC bonus of any note: a note with evidence drops to zero or below only
+        when it is negative. Cached until the next change."""
+        if self._floor is None:
+            bonus = self._bonus_view
+            self._floor = float(bonus.min()) if bonus.size else 0.0
+        return self._floor
 
     def _reasons(self, matched: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, top: list[int]) -> dict[int, list[str]]:
         """The phrase reasons of the returned notes, from the phrase scores already computed, in a
@@ -1399,37 +1491,40 @@ class SearchIndex:
         out: dict[int, list[str]] = {}
         if matched is None or not top:
             return out
-        touched, owner, full, points = matched
+        touched, _owner, full, points = matched
         best: dict[tuple[int, int], tuple[float, int]] = {}
         parts: dict[int, list[list[str]]] = {}
         # Phrases are numbered note after note, and `touched` is sorted: a note's entries are one run.
-        bounds = np.searchsorted(touched, self._ph_beg.a[np.asarray(top)], side="left").tolist()
-        ends = np.searchsorted(touched, self._ph_end.a[np.asarray(top)], side="left").tolist()
-        selected = [j for lo, hi in zip(bounds, ends) for j in range(lo, hi)]
+        at = np.asarray(top)
+        bounds = touched.searchsorted(np.concatenate((self._ph_beg.a[at], self._ph_end.a[at])), side="left").tolist()
         kinds = self._ph_kind.a
         texts = self._ph_text
-        for j in selected:
-            i = int(owner[j])
-            t = int(touched[j])
-            kind = int(kinds[t])
-            slot = parts.setdefault(i, [[], [], [], []])
-            if kind == _K_TITLE:
-                slot[1].append("title" if full[j] else "title-partial")
-            elif kind == _K_ANSWER:
-                if points[j] > 0:
+        t_of, full_of, points_of, kind_of = touched.item, full.item, points.item, kinds.item
+        for i, lo, hi in zip(top, bounds, bounds[len(top) :]):
+            if lo < hi:
+                slot = parts[i] = [[], [], [], []]  # `top` holds a note once
+            for j in range(lo, hi):
+                t = t_of(j)
+                kind = kind_of(t)
+                if kind == _K_TITLE:
+                    slot[1].append("title" if full_of(j) else "title-partial")
+                elif kind == _K_ANSWER:
+                    value = points_of(j)
+                    if value > 0:
+                        key = (i, kind)
+                        if key not in best or value > best[key][0]:
+                            best[key] = (value, t)
+                elif not full_of(j):
+                    continue
+                elif kind == _K_SLUG:
+                    slot[1].append("slug")
+                elif kind == _K_ALIAS:
+                    value = points_of(j)
                     key = (i, kind)
-                    if key not in best or points[j] > best[key][0]:
-                        best[key] = (float(points[j]), t)
-            elif not full[j]:
-                continue
-            elif kind == _K_SLUG:
-                slot[1].append("slug")
-            elif kind == _K_ALIAS:
-                key = (i, kind)
-                if key not in best or points[j] > best[key][0]:
-                    best[key] = (float(points[j]), t)
-            else:
-                slot[3].append(f"{'domain' if kind == _K_DOMAIN else 'tag'}:{texts[t]}")
+                    if key not in best or value > best[key][0]:
+                        best[key] = (value, t)
+                else:
+                    slot[3].append(f"{'domain' if kind == _K_DOMAIN else 'tag'}:{texts[t]}")
         for (i, kind), (value, t) in best.items():
             slot = parts.setdefault(i, [[], [], [], []])
             if kind == _K_ALIAS:
@@ -1479,6 +1574,8 @@ def _ms(started: float) -> float:
 
 
 _DENSE_PHRASES = 20_000
+#: The fields of a `SearchIndex._term` record.
+_T_DOCS, _T_W, _T_PASSING, _T_ANY_PASSING, _T_IDF, _T_DF, _T_PHRASES = range(7)
 
 
 def _top(scores: np.ndarray, k: int, rank: np.ndarray) -> list[int]:

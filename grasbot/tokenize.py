@@ -17,13 +17,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from operator import itemgetter
 
 import Stemmer
 
 __all__ = [
-    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "stem", "stem_words", "token_counts",
+    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "raw_words_tokens", "stem", "stem_words",
+    "token_counts",
     "tokenize", "tokenize_short", "words",
 ]
 
@@ -72,7 +75,9 @@ yourselves tell know please hi hello thanks
 
 STOP_WORDS: frozenset[str] = frozenset((_FRENCH + _FILLERS + _ENGLISH).split())
 
-_stemmer = Stemmer.Stemmer("french")
+# No cache of PyStemmer's own (10,000 words by default, a few MB kept): `_token` caches the words a
+# question meets, and a build or the spelling corrector stems many words once each (faster uncached).
+_stemmer = Stemmer.Stemmer("french", 0)
 
 
 def fold(text: str) -> str:
@@ -189,6 +194,25 @@ def raw_word_tokens(raw: bytes) -> tuple[str, ...]:
         if len(_RAW) < 1 << 20:
             _RAW[raw] = found
     return found
+
+
+def raw_words_tokens(raws: Sequence[bytes]) -> list[tuple[str, ...]]:
+    """`raw_word_tokens` of many raw words at once: stemmed in one C call (`stem_words`), and without
+    filling the tokenizer's caches (an index build learns a vault's thousands of distinct body words
+    once, in its own map)."""
+    texts = [raw.decode("utf-8", "replace") for raw in raws]
+    # An ASCII raw word is one word (`_TABLE` left only letters and digits in it); others are split as
+    # `_tokens_slow` splits them.
+    parts = [[text] if text.isascii() else _WORD.findall(text) for text in texts]
+    folded = list(map(fold, chain.from_iterable(parts)))
+    stems = stem_words(folded) if folded else []
+    out: list[tuple[str, ...]] = []
+    at = 0
+    for part in parts:
+        end = at + len(part)
+        out.append(tuple(s for s in stems[at:end] if s))
+        at = end
+    return out
 
 
 @lru_cache(maxsize=1 << 16)

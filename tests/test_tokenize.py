@@ -109,3 +109,17 @@ def test_empty_and_blank() -> None:
     assert tokenize("") == []
     assert tokenize("  ?!  ") == []
     assert count_tokens("") == {}
+
+
+def test_raw_words_tokens_agree_with_raw_word_tokens() -> None:
+    """The build's batch form (one stemming call, no cache filled) gives each raw word's tokens exactly."""
+    from grasbot.tokenize import _tokens_slow, raw_word_counts, raw_words_tokens
+
+    text = (
+        "Les Développées ÉCOLES et l’objectif «mot» h2o 2 42 2024 œuvre STRASSE İstanbul ΣΣ x\u200by "
+        "pile piles les des c'est qu’il n’a ² ½ naïve Noël façade"
+    )
+    raws = sorted(raw_word_counts(text * 5)) + [b"\xff\xfeab", b"caf\xc3", b"\xcc\x81"]
+    expected = [tuple(_tokens_slow(raw.decode("utf-8", "replace"))) for raw in raws]
+    assert raw_words_tokens(raws) == expected
+    assert raw_words_tokens([]) == []
