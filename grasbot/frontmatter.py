@@ -490,8 +490,10 @@ def _fast_yaml(fm: str, fm_line: int, result: ParsedFile, positions: bool = True
 # cannot start a comment or be a `:`; `#` only right after a non-blank. Anything else lands in BAD.
 # (Only spaces count as blanks, as for libyaml; explicit classes, as Unicode ones are slow on UCS-2 text.
 # Keys are ASCII words: any other key goes to libyaml.)
-_PLAIN = r"""[^\ \n\-?:,\[\]{}#&*!|>'"%@`](?:[^\ \n:#]++|:(?=[^\ \n])|\#|\ ++(?=[^\ \n\#:]))*+"""
-_TAIL = r"""\ *(?:(?<=\ )\#[^\n]*)?"""
+# (PLAIN_SCALAR and SCALAR_TAIL are public: `vaulttools.lint.positions` finds a key's lines with them, so
+# that a scalar ends exactly where this parser ends it)
+PLAIN_SCALAR = _PLAIN = r"""[^\ \n\-?:,\[\]{}#&*!|>'"%@`](?:[^\ \n:#]++|:(?=[^\ \n])|\#|\ ++(?=[^\ \n\#:]))*+"""
+SCALAR_TAIL = _TAIL = r"""\ *(?:(?<=\ )\#[^\n]*)?"""
 # Each match ends with its line break, so findall tries the pattern at line starts only.
 _LINES_RE = re.compile(
     r"""(?:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from grasbot.frontmatter import split_frontmatter
+from grasbot.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
 from grasbot.notes import LIST_FIELDS, Note, Span
 
 __all__ = ["key_span", "item_spans", "reset"]
@@ -47,11 +47,12 @@ def _odd(fm: str) -> bool:
     return _ODD_LINE_RE.search(fm) is not None
 
 
-# The engine's patterns (grasbot.frontmatter: _PLAIN, _TAIL, _FLOW_ITEM_RE), so that a scalar ends where
-# the engine ends it. A plain scalar: no indicator first; `:` only before a non-blank; blanks only before
-# a character that cannot start a comment or be a `:`; `#` only right after a non-blank.
-_PLAIN = r"""[^\ \n\-?:,\[\]{}#&*!|>'"%@`](?:[^\ \n:#]++|:(?=[^\ \n])|\#|\ ++(?=[^\ \n\#:]))*+"""
-_TAIL = r"""\ *(?:(?<=\ )\#[^\n]*)?"""
+# The engine's own patterns, so that a scalar ends where the engine ends it. A plain scalar: no indicator
+# first; `:` only before a non-blank; blanks only before a character that cannot start a comment or be a
+# `:`; `#` only right after a non-blank.
+_PLAIN = PLAIN_SCALAR
+_TAIL = SCALAR_TAIL
+
 # What follows `key:` on its line: blanks then a "double" / 'single' / [flow / plain value, or nothing.
 _VALUE_RE = re.compile(
     r"""(?:(\ +)(?:("[^"\\\n]*+")|('(?:[^'\n]++|'')*+')|(\[[^\n]*)|(""" + _PLAIN + r"""))""" + _TAIL + r"""|\ *)\n""",
