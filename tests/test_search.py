@@ -347,7 +347,7 @@ def test_ties_are_broken_by_id(tmp_path: Path) -> None:
 
 
 def _snapshot(index: SearchIndex) -> list:
-    return [(q, index.search(q, top_k=10).grounded, [(h.id, h.score, h.reasons) for h in index.search(q, top_k=10).hits]) for q in QUESTIONS + ["kayak", "voilier"]]
+    return _full_snapshot(index, QUESTIONS + ["kayak", "voilier"], top_k=10)
 
 
 def test_update_after_edit_create_and_delete_matches_a_fresh_build(basic: Path) -> None:
@@ -410,11 +410,11 @@ def test_question_set_on_the_real_grasbot_vault() -> None:
     assert summary["offtopic_rejected"] >= 0.9
 
 
-def _full_snapshot(index: SearchIndex, questions: list[str]) -> list:
+def _full_snapshot(index: SearchIndex, questions: list[str], top_k: int = 8) -> list:
     """Everything a question returns, except the timing."""
     out = []
     for q in questions:
-        r = index.search(q, top_k=8)
+        r = index.search(q, top_k=top_k)
         stats = {k: v for k, v in r.stats.items() if k != "elapsed_ms"}
         out.append((q, r.grounded, stats, [(h.id, h.score, h.reasons, h.direct, h.coverage) for h in r.hits]))
     return out

@@ -11,6 +11,7 @@ import pytest
 import grasbot.search as search_module
 from grasbot.search import SearchIndex
 from grasbot.vault import Vault
+from tests.test_search import _full_snapshot
 
 QUESTIONS = ["kayak", "kayak rouge", "voilier", "le kayak de mer", "canoe bleu", "Parle-moi du voilier rouge"]
 
@@ -22,12 +23,7 @@ def _note(root: Path, name: str, title: str, body: str) -> Path:
 
 
 def _snapshot(index: SearchIndex) -> list:
-    out = []
-    for q in QUESTIONS:
-        r = index.search(q, top_k=8)
-        stats = {k: v for k, v in r.stats.items() if k != "elapsed_ms"}
-        out.append((q, r.grounded, stats, [(h.id, h.score, h.reasons, h.direct, h.coverage) for h in r.hits]))
-    return out
+    return _full_snapshot(index, QUESTIONS)
 
 
 def _stats_by_id(index: SearchIndex, term: str) -> dict[str, tuple[float, float]]:
