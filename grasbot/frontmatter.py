@@ -802,7 +802,7 @@ def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
     Invalid UTF-8 is replaced by U+FFFD (so the rest of the note is still usable) and reported at the
     first bad byte.
     """
-    if b"\x00" in raw[:_SNIFF]:
+    if raw.find(b"\x00", 0, _SNIFF) != -1:  # (not `in raw[:_SNIFF]`: no copy)
         return None, [Problem(path, 1, 1, "binary file with a .md name (contains NUL bytes)", "binary")]
     try:
         text = raw.decode("utf-8")
@@ -847,9 +847,10 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     result.has_frontmatter = True
     result.body = text[body_start:]
     result.body_start = body_start
-    result.body_line = text.count("\n", 0, body_start) + 1
     # the YAML starts on line 2; fm_end is the start of the closing `---` line
-    result.frontmatter_span = _new(Span, (2, 1, text.count("\n", 0, fm_end) + 1, 1))
+    fm_lines = text.count("\n", 0, fm_end)
+    result.frontmatter_span = _new(Span, (2, 1, fm_lines + 1, 1))
+    result.body_line = fm_lines + text.count("\n", fm_end, body_start) + 1
     if fm_end > fm_start:
         _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result, positions)
     return result

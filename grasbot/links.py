@@ -74,8 +74,9 @@ _MD_RE = re.compile(
     r"\([ \t]*(?:<([^<>\n]*)>|((?:[^\s()<>]++|\([^\s()]*\))++))"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
 )
-# run on "\n" + text: a line made of 1-6 `#`, then a blank or the end of the line
-_HEADING_RE = re.compile(r"\n(#{1,6})(?=[ \t\n]|\Z)[^\n]*")
+# a line made of 1-6 `#`, then a blank or the end of the line; the look-behind, placed after the first
+# `#` so that `re` scans for that literal, checks that it starts its line (the text's first line too)
+_HEADING_RE = re.compile(r"(#(?<![^\n]#)#{0,5})(?=[ \t\n]|\Z)[^\n]*")
 _HEADING_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+$")
 # `^id` at the end of a line; what precedes it is checked by hand (see _BLOCK_BEFORE)
 _BLOCK_RE = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
@@ -323,19 +324,16 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
             else:
                 links = md_links
     if has_heading and ("\n#" in masked or masked.startswith("#")):
-        line = first_line - 1  # the "\n" put in front counts one line break too many
+        line = first_line
         last = 0
-        prefixed = "\n" + masked
-        pcount = prefixed.count
         append = headings.append
-        for m in _HEADING_RE.finditer(prefixed):
-            # offsets in the "\n"-prefixed copy are one past the body's; the text comes from the original
-            # (the masked copy blanks inline code such as "### `hasTag()`")
+        for m in _HEADING_RE.finditer(masked):
+            # the text comes from the original (the masked copy blanks inline code such as "### `hasTag()`")
             start, hashes_end = m.span(1)
-            text = body[hashes_end - 1 : m.end() - 1].strip()
+            text = body[hashes_end : m.end()].strip()
             if text.endswith("#"):
                 text = _HEADING_CLOSE_RE.sub("", text).strip()
-            line += pcount("\n", last, start)
+            line += count("\n", last, start)
             last = start
             append(_new(Heading, (share(text, text), hashes_end - start, line)))  # section titles recur
     blocks: set[str] = set()
@@ -347,24 +345,21 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     return links, headings, blocks
 
 
+# A frontmatter value that is one link and nothing else, without anchor or display text.
+_PLAIN_VALUE_LINK_RE = re.compile(r"\[\[([^\[\]|#\n]*)\]\]")
+
+
 def _frontmatter_found(parsed: ParsedFile) -> Iterator[tuple[str, str, str | None, str | None, str, Span, int]]:
     """Every `[[x]]` string of the frontmatter values: (raw, target, anchor, display, key, the value's span,
     the link's column), the column -1 when the link cannot be placed inside its value (the value spans
     lines, or is not written as is in its source: escapes): the link then takes the value's span."""
     share = _share
+    plain = _PLAIN_VALUE_LINK_RE.fullmatch
     for key, value, span, source in parsed.string_values:
-        if (
-            value.startswith("[[")
-            and value.endswith("]]")
-            and value.count("[") == 2
-            and value.count("]") == 2
-            and "|" not in value
-            and "#" not in value
-            and "\n" not in value
-            and len(source) in (len(value), len(value) + 2)
-        ):
-            # the usual `- "[[slug]]"`: no regex, no search
-            target = value[2:-2].strip()
+        m = plain(value)
+        if m is not None and len(source) in (len(value), len(value) + 2):
+            # the usual `- "[[slug]]"`: one match, no search
+            target = m[1].strip()
             if target:
                 yield value, share(target, target), None, None, key, span, span[1] + (len(source) - len(value)) // 2
             continue
@@ -583,22 +578,22 @@ class Resolver:
         by_name = self.by_name
         by_path = self.by_path
         keys_of = self.keys_of
-        added: list[tuple[dict[str, list[str]], str]] = []
+        grown: list[tuple[dict[str, list[str]], str]] = []
         for path, flag in fresh:
             is_note[path] = flag
             name, key = keys_of(path, flag)
-            _add_in_order(by_name, name, path, added)
-            _add_in_order(by_path, key, path, added)
-        _freeze(added)
+            _add_in_order(by_name, name, path, grown)
+            _add_in_order(by_path, key, path, grown)
+        _freeze(grown)
 
     def add_aliases_many(self, owners: Iterable[tuple[str, list[str]]]) -> None:
         """`add_aliases` for many notes at once, given in path order (a load): appended, not re-sorted."""
         index = self.alias_owners
-        added: list[tuple[dict[str, list[str]], str]] = []
+        grown: list[tuple[dict[str, list[str]], str]] = []
         for path, aliases in owners:
             for alias in aliases:
-                _add_in_order(index, name_key_fast(alias.strip()), path, added)
-        _freeze(added)
+                _add_in_order(index, name_key_fast(alias.strip()), path, grown)
+        _freeze(grown)
 
     def add_aliases(self, path: str, aliases: Iterable[str]) -> None:
         for alias in aliases:
@@ -622,8 +617,9 @@ class Resolver:
             base = name_key(source_folder)
             rel = f"{base}/{key}" if base else key
             if "/." in "/" + rel or "//" in rel or rel.endswith("/") or not rel:
-                # (otherwise there is nothing for normpath to collapse, and join() is the concatenation)
-                rel = posixpath.normpath(posixpath.join(base, key)) if base else posixpath.normpath(key)
+                # (otherwise there is nothing for normpath to collapse; `key` is relative, so `rel` is
+                # what posixpath.join(base, key) gives, up to the "//" that normpath collapses anyway)
+                rel = posixpath.normpath(rel)
             hit = self._exact(rel)
             if hit:
                 return hit, True
@@ -775,22 +771,27 @@ def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     items.sort()
 
 
-def _add_in_order(index: dict[str, list[str]], key: str, path: str, added: list[tuple[dict[str, list[str]], str]]) -> None:
-    """`_insert` for a bulk load, which adds paths in order: appended (no sort) after the paths `key` holds,
-    a new list recorded in `added` for `_freeze`."""
+def _add_in_order(index: dict[str, list[str]], key: str, path: str, grown: list[tuple[dict[str, list[str]], str]]) -> None:
+    """`_insert` for a bulk load, which adds paths in order: appended (no sort) after the paths `key` holds.
+
+    A new key gets a one-path tuple (what `_freeze` would make of it: nearly every key of a vault holds one
+    path), which becomes a list, recorded in `grown` for `_freeze`, when a second path comes."""
     items = index.get(key)
     if items is None:
-        index[key] = [path]
-        added.append((index, key))
-    elif items.__class__ is list and items[-1] < path:
-        items.append(path)
+        index[key] = (path,)  # type: ignore[assignment]
+    elif items[-1] < path:
+        if items.__class__ is tuple:
+            index[key] = [*items, path]
+            grown.append((index, key))
+        else:
+            items.append(path)
     else:  # the index already held later paths (not the case during a load), or this one
         _insert(index, key, path)
 
 
 def _freeze(entries: list[tuple[dict[str, list[str]], str]]) -> None:
-    """Turn the lists a bulk load created into tuples (one allocation instead of two, no spare room: a
-    vault holds one per file name, path and alias); `_insert`/`_discard` make a list again on change."""
+    """Turn the lists a bulk load grew into tuples (one allocation instead of two, no spare room: a vault
+    holds one per file name, path and alias); `_insert`/`_discard` make a list again on change."""
     for index, key in entries:
         items = index.get(key)
         if items.__class__ is list:

@@ -34,7 +34,7 @@ from grasbot.links import (
     name_key_fast,
     scan_body,
 )
-from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, links_from_flat
+from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -170,8 +170,9 @@ def _link_key_or_none(target: str) -> str | None:
 
 
 def _link_at(flat: tuple[object, ...], index: int) -> Link:
-    """Link number `index` of a note's flat link entries (see `grasbot.notes.links_from_flat`)."""
-    return links_from_flat(flat[index * 8 : index * 8 + 8])[0]
+    """Link number `index` of a note's flat link entries (see `grasbot.notes.links_from_flat`), built alone."""
+    raw, target, anchor, display, kind, line, col, field = flat[index * 8 : index * 8 + 8]
+    return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, col + len(raw))), field))  # type: ignore[operator]
 
 
 def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
@@ -552,19 +553,22 @@ class Vault:
         resolver = self._resolver
         at = index * 8
         target: str = flat[at + 1]  # type: ignore[assignment]
-        if target and flat[at + 4] is not LinkKind.MARKDOWN:
+        found: str | None = None
+        if not target:  # `[[#Heading]]`: the note itself, whatever the link's kind
+            found = path
+        elif flat[at + 4] is not LinkKind.MARKDOWN:
             found = resolver._unique.get(target)
             if found is None:
                 found = resolver._learn_unique(target)
-            if found:
-                anchor: str | None = flat[at + 2]  # type: ignore[assignment]
-                if anchor and resolver.is_note[found]:
-                    table = self._anchor_table(found)
-                    if table is not None and not table.has(anchor):
-                        res = _new(Resolution, (_link_at(flat, index), LinkStatus.BROKEN_ANCHOR, found, (), None))
-                        odd.append(res)
-                        return res
-                return found
+        if found:
+            anchor: str | None = flat[at + 2]  # type: ignore[assignment]
+            if anchor and resolver.is_note[found]:
+                table = self._anchor_table(found)
+                if table is not None and not table.has(anchor):
+                    res = _new(Resolution, (_link_at(flat, index), LinkStatus.BROKEN_ANCHOR, found, (), None))
+                    odd.append(res)
+                    return res
+            return found
         res = resolver.resolve(_link_at(flat, index), path, self._anchor_table)
         if res.status is _OK and not res.candidates:
             return res.target_path  # type: ignore[return-value]
