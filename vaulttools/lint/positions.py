@@ -19,12 +19,12 @@ The answers are memoised per note object for one lint run (`reset` at the start 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from grasbot.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
 from grasbot.notes import LIST_FIELDS, Note, Span
 
-__all__ = ["key_span", "item_spans", "reset"]
+__all__ = ["Column", "key_span", "item_spans", "item_layout", "reset"]
 
 _LIST_FIELDS = frozenset(LIST_FIELDS)
 
@@ -73,6 +73,27 @@ _FLOW_ITEM_RE = re.compile(
 )
 _EMPTY_FLOW_RE = re.compile(r"\[ *\]")
 _AFTER_FLOW_RE = re.compile(r"(?: *| +#.*)")
+
+
+class Column(NamedTuple):
+    """Where the items of the commonest block list are, without a `Span` per item: one item per line from line
+    `line` on, each starting at `column` and running for its length plus `extra` (2 when every item is in
+    double quotes). `alias-duplicate` reports 31k of the 10k benchmark vault's 56k aliases: it computes their
+    positions from this, where building a `Span` for every alias of every note cost it 0.03 s."""
+
+    line: int  # line of the first item
+    column: int
+    extra: int
+    items: list[str]  # the parsed items (`note.meta[key]`)
+
+    def span(self, index: int) -> Span:
+        line = self.line + index
+        column = self.column
+        return _new(Span, (line, column, line, column + len(self.items[index]) + self.extra))
+
+    def spans(self) -> list[Span]:
+        return [self.span(i) for i in range(len(self.items))]
+
 
 #: One lint run's answers: id(note) -> (note, frontmatter or None, first line of it, {key: answer}).
 _MEMO: dict[int, tuple[Note, str | None, int, dict[str, Any]]] = {}
@@ -143,6 +164,16 @@ def key_span(note: Note, key: str) -> Span | None:
 def item_spans(note: Note, key: str) -> list[Span] | None:
     """`note.item_positions.get(key)` as the engine gives it ([] when it has none), or None when the
     engine must say."""
+    layout = item_layout(note, key)
+    if isinstance(layout, Column):
+        layout = layout.spans()
+        _entry(note)[3][key] = layout  # built once per note
+    return layout
+
+
+def item_layout(note: Note, key: str) -> Column | list[Span] | None:
+    """What `item_spans` gives, except that the commonest block list comes as a `Column`, from which a
+    caller that needs only some items' positions computes them."""
     _, fm, first, answers = _entry(note)
     if fm is None or key not in note.meta:  # type: ignore[operator]
         return None
@@ -248,7 +279,7 @@ def _block(fm: str, pos: int, key_line: int, key: str, value: Any) -> Any:
     return found
 
 
-def _exact_block(block: str, key_line: int, value: list[Any]) -> list[Span] | None:
+def _exact_block(block: str, key_line: int, value: list[Any]) -> Column | None:
     """The commonest case, compared in one go: one line per item, each the same `- ` prefix then the item
     as parsed, all plain or all in double quotes; None otherwise.
 
@@ -267,8 +298,7 @@ def _exact_block(block: str, key_line: int, value: list[Any]) -> list[Span] | No
             return None
     except TypeError:  # an item that is no string
         return None
-    start = indent + 3
-    return [_new(Span, (key_line + i, start, key_line + i, start + len(v) + extra)) for i, v in enumerate(value, 1)]
+    return _new(Column, (key_line + 1, indent + 3, extra, value))
 
 
 def _simple_block(lines: list[str], key_line: int, value: list[Any]) -> Any:

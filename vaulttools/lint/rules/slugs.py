@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from grasbot.notes import Note, Span
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
+from vaulttools.lint.positions import Column
 from vaulttools.lint.rules import LintContext, fold, item_span, make, value_span
 
 
@@ -118,7 +119,10 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                 if not private:
                     want_aliases.update(k for k in keys if k)
     by_slug: dict[str, list[str]] = {}
-    by_alias: dict[str, list[tuple[str, int, str]]] = {}
+    # folded alias -> the notes that have it, in vault order; and the public notes to report on, each with
+    # the folded alias of each item (None for the items that are no alias, repeat one, or are not wanted)
+    holders: dict[str, list[str]] = {}
+    reported: list[tuple[str, tuple, tuple]] = []
     for path, slug, aliases, keys, private in rows:
         if slug and slug.strip():
             key = _nfc(slug.strip()).casefold()
@@ -126,23 +130,29 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                 by_slug.setdefault(key, []).append(path)
         if private:
             continue  # private notes are never candidates: their aliases compete with nothing
-        if want_aliases is not None and want_aliases.isdisjoint(keys):
-            continue  # the usual case when a few notes are checked: none of this note's aliases is wanted
-        if want_aliases is None and None not in keys and len(set(keys)) == len(keys):
-            # the usual note of a full run: every alias counts, none repeats within the note
-            for i, key in enumerate(keys):
-                group = by_alias.get(key)
-                if group is None:
-                    by_alias[key] = [(path, i, aliases[i])]
+        if want_aliases is not None:
+            if want_aliases.isdisjoint(keys):
+                continue  # the usual case when a few notes are checked: none of this note's aliases is wanted
+            keys = tuple(k if k in want_aliases else None for k in keys)
+        if None in keys or len(set(keys)) != len(keys):
+            seen: set[str] = set()
+            counted: list[str | None] = []
+            for key in keys:
+                if key is None or key in seen:
+                    counted.append(None)  # a repeat inside one note is duplicate-item's finding
                 else:
-                    group.append((path, i, aliases[i]))
-            continue
-        seen: set[str] = set()
-        for i, key in enumerate(keys):
-            if key is None or key in seen or (want_aliases is not None and key not in want_aliases):
-                continue  # a repeat inside one note is duplicate-item's finding
-            seen.add(key)
-            by_alias.setdefault(key, []).append((path, i, aliases[i]))
+                    seen.add(key)
+                    counted.append(key)
+            keys = tuple(counted)
+        for key in keys:
+            if key is not None:
+                group = holders.get(key)
+                if group is None:
+                    holders[key] = [path]
+                else:
+                    group.append(path)
+        if path in wanted:
+            reported.append((path, aliases, keys))
     for key in sorted([k for k, group in by_slug.items() if len(group) > 1]):  # most slugs are unique
         group = sorted(by_slug[key])
         for path in group:
@@ -153,49 +163,58 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             yield make(ctx, note, value_span(note, "slug"), "slug-duplicate",
                        f"slug `{note.meta.get('slug')}` is also the slug of {others}: each note needs its own "
                        f"slug (its id in sources and URLs); rename one")
-    yield from _alias_findings(ctx, by_alias, wanted)
+    yield from _alias_findings(ctx, holders, reported)
 
 
 def _alias_findings(
-    ctx: LintContext, by_alias: dict[str, list[tuple[str, int, str]]], wanted: set[str]
+    ctx: LintContext, holders: dict[str, list[str]], reported: list[tuple[str, tuple, tuple]]
 ) -> list[Diagnostic]:
-    """The alias-duplicate findings of the notes in `wanted`, from each folded alias's (path, item, alias).
+    """The alias-duplicate findings of the `reported` notes (path, aliases, folded aliases), note by note, from
+    the notes holding each folded alias.
 
-    31k findings on the 10k benchmark vault: per finding, only its span and a message shared by the notes
-    of its group are looked up, and the finding is built as the tuple it is."""
+    31k findings on the 10k benchmark vault: per finding, only its span and its message are looked up, and the
+    finding is built as the tuple it is. They come out in report order, note by note and item by item, so that
+    the engine's final sort mostly finds runs already in order."""
     notes = ctx.vault.notes
     severity = ctx.severity("alias-duplicate")
-    spans_of: dict[str, list[Span] | None] = {}  # each note's alias positions, looked up once per note
+    # the notes named by every holder but the first three: one message per spelling of the alias (a spelling
+    # has one folded form, so the spelling alone is the key)
+    by_others: dict[str, str] = {}
     found: list[Diagnostic] = []
     append = found.append
     new = new_diagnostic
-    everyone = all(path in wanted for path in notes)  # a full run: no finding to leave out
-    for key in sorted([k for k, group in by_alias.items() if len(group) > 1]):  # most aliases are unique
-        group = by_alias[key]
-        group_paths = [p for p, _, _ in group]  # each note once per key (repeats are skipped above)
-        more = len(group) - 4  # the others, less the three named
-        tail = f" and {more} more" if more > 0 else ""
-        # every note but the first three names the first three: one message per spelling of the alias
-        shown_by_others = ", ".join(group_paths[:3]) + tail
-        by_others: dict[str, str] = {}
-        for rank, (path, index, alias) in enumerate(group):
-            if not everyone and path not in wanted:
+    for path, aliases, keys in reported:
+        spans: Column | list[Span] | None = _UNSEEN  # the note's alias positions, looked up at its first finding
+        for index, key in enumerate(keys):
+            if key is None:
                 continue
-            if rank < 3:  # one of the three named: it names the others
-                message = _alias_message(alias, ", ".join([p for p in group_paths[:4] if p != path][:3]) + tail)
+            group = holders[key]
+            if len(group) < 2:
+                continue  # most aliases are unique
+            alias = aliases[index]
+            if path in group[:3]:  # one of the three named: it names the others
+                message = _alias_message(alias, ", ".join([p for p in group[:4] if p != path][:3]) + _more(group))
             else:
                 message = by_others.get(alias)
                 if message is None:
-                    message = by_others[alias] = _alias_message(alias, shown_by_others)
-            spans = spans_of.get(path, _UNSEEN)
+                    message = by_others[alias] = _alias_message(alias, ", ".join(group[:3]) + _more(group))
             if spans is _UNSEEN:
-                spans = spans_of[path] = alias_spans(notes[path])
-            if spans is not None and index < len(spans):
+                spans = alias_layout(notes[path])
+            if spans.__class__ is Column and index < len(spans.items):  # the usual block list
+                line, column, end_line, end_column = spans.span(index)
+            elif spans.__class__ is list and index < len(spans):
                 line, column, end_line, end_column = spans[index]
             else:
                 line, column, end_line, end_column = item_span(notes[path], "aliases", index)
             append(new((path, line, column, end_line, end_column, "alias-duplicate", severity, message, None)))
     return found
+
+
+def _more(group: list[str]) -> str:
+    """What an alias-duplicate message says of the holders it does not name: all but the three it names and
+    the note itself."""
+    more = len(group) - 4
+    return f" and {more} more" if more > 0 else ""
 
 
 def _alias_message(alias: str, shown: str) -> str:
@@ -206,9 +225,9 @@ def _alias_message(alias: str, shown: str) -> str:
 _UNSEEN: list[Span] = []
 
 
-def alias_spans(note: Note) -> list[Span] | None:
+def alias_layout(note: Note) -> Column | list[Span] | None:
     """The positions of the note's `aliases` items, as `item_span` gives them (None: ask `item_span`)."""
     meta = note.meta
     if not isinstance(meta, dict) or "aliases" not in meta:
         return None
-    return positions.item_spans(note, "aliases")
+    return positions.item_layout(note, "aliases")
