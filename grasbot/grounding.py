@@ -70,6 +70,7 @@ def combine(
     words: int = 0,
     also: Sequence[tuple[int, ...]] | None = None,
     idf: np.ndarray | None = None,
+    held: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-note ranking BM25 and evidence BM25 from concatenated postings.
 
@@ -78,14 +79,15 @@ def combine(
     token or the number of the original word a soft term stands for (evidence: max within a group);
     `also[j]` lists further original words soft term j stands for. `passing` (per posting, `in_passing`)
     marks body-only mentions, discounted when the question has `words` ≥ 2 words (unseen ones count),
-    corroborated by the IDF (`idf`, per term) of the other question words in the note.
+    corroborated by the IDF (`idf`, per term) of the other question words in the note. `held`: per note,
+    the IDF mass of the original terms it holds, when the caller has it (else computed here).
     """
     seg = np.arange(lengths.size).repeat(lengths)
     rank = np.bincount(doc_ids, weights=w * rank_weight[seg], minlength=n)
     soft_terms = group >= 0
     numbers = sorted({int(g) for g in group[soft_terms].tolist()} | {g for extra in (also or ()) for g in extra})
     # Per original word g, the terms that stand for it (a soft group: its synonyms or its correction).
-    members = {g: (group == g) | np.asarray([g in extra for extra in also], dtype=bool) if also else group == g for g in numbers}
+    members = {g: (group == g) | np.asarray([g in extra for extra in also], dtype=bool) if also and any(also) else group == g for g in numbers}
     hard = ~soft_terms[seg]  # the postings of original terms
     # Per original word g (sorted: deterministic) that a soft term in the notes stands for: its postings
     # and their notes (a word whose soft terms no note holds adds nothing).
@@ -98,11 +100,12 @@ def combine(
         # The informative mass of the question words each note holds: an original term is one word (a
         # term's postings hold a note once), a soft word counts at its best term in the note.
         own = np.ones(seg.size) if idf is None else np.asarray(idf, dtype=np.float64)[seg]
-        held = np.bincount(doc_ids[hard], weights=own[hard], minlength=n).astype(np.float64, copy=False)
+        if held is None:
+            held = np.bincount(doc_ids[hard], weights=own[hard], minlength=n).astype(np.float64, copy=False)
         for mask, notes in soft_postings:
             best = np.zeros(n)
             np.maximum.at(best, notes, own[mask])
-            held += best
+            held = held + best  # (not in place: `held` may be the caller's)
         w = _discount(doc_ids, w, passing, own, held)
     return rank, _evidence(doc_ids, w * evidence_weight[seg], hard, soft_postings, n)
 

@@ -72,7 +72,7 @@ import numpy as np
 from grasbot import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
 from grasbot.links import name_key_fast
 from grasbot.notes import Note, visible_to_visitors
-from grasbot.tokenize import raw_word_counts, raw_word_tokens, raw_words_tokens, stem, token_counts, tokenize, words
+from grasbot.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -210,22 +210,27 @@ def _headings(note: Note) -> list[str]:
     return _HEADING.findall(note.body)
 
 
+_SEPARATOR_ID = -2  # the term id `_Reader` gives the raw word `SEPARATOR`
+
+
 class _Reader:
     """Reads notes into term ids for one index, for one build or one update.
 
     Its caches live as long as it does (a build's are dropped with it, so nothing vault-sized stays in
     memory, and no LRU bound makes a 10k-note vault's 70k distinct frontmatter strings miss every time):
-    a short text's tokens as term ids, and a raw body word's term id (a vault has a few thousand distinct
-    words, so a body is counted and mapped with C-level passes, `token_counts` without its strings)."""
+    a short text's tokens as term ids (the recurring ones: labels, headings), and a raw word's term id (a
+    vault has a few thousand distinct words, so a body is counted and mapped with C-level passes,
+    `token_counts` without its strings, and a build maps short texts the same way)."""
 
-    __slots__ = ("tids_of", "short", "repeats", "raw", "bulk")
+    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk")
 
-    def __init__(self, tids_of: Any, bulk: bool = True) -> None:
+    def __init__(self, tids_of: Any, terms: list[str], bulk: bool = True) -> None:
         self.tids_of = tids_of  # SearchIndex._tids: term ids, new terms added to the vocabulary
+        self.terms = terms  # SearchIndex._terms: term id -> term
         self.bulk = bulk  # a build: cache raw words (else one note: the tokenizer's own caches do)
         self.short: dict[str, tuple[int, ...]] = {}  # text -> its distinct tokens' ids, in token order
         self.repeats: dict[str, tuple[int, ...]] = {}  # text -> every token's id, when one repeats
-        self.raw: dict[bytes, int] = {}  # raw body word -> term id (0: stop word, -1: several tokens)
+        self.raw: dict[bytes, int] = {SEPARATOR: _SEPARATOR_ID}  # raw word -> term id (0: stop word, -1: several tokens)
 
     def phrase(self, text: str, keep: bool = True) -> tuple[int, ...]:
         """The distinct tokens of a short text as term ids, ordered as the tokens are; kept for the next
@@ -240,6 +245,46 @@ class _Reader:
             if len(distinct) != len(tokens):
                 self.repeats[text] = tuple(self.tids_of(tokens))
         return found
+
+    def phrases(self, texts: list[str], found: list[tuple[int, ...] | None], keep_from: int) -> list[tuple[int, ...]]:
+        """`found` (a note's short texts' ids from the cache, None where not there) completed as `phrase`
+        does, the texts from `keep_from` on kept. A build maps the missing texts as it maps bodies: one
+        encode, translate and split of them all, one multi-get of their raw words (no token strings, no
+        call per text); a text's words end with `SEPARATOR`."""
+        missing = [i for i, f in enumerate(found) if f is None]
+        words = raw_words_of([texts[i] for i in missing]) if self.bulk else None
+        if words is None:  # one note, or a text to rewrite first (`c++`...): text by text
+            phrase = self.phrase
+            return [f if f is not None else phrase(x, i >= keep_from) for i, (f, x) in enumerate(zip(found, texts))]
+        raw = self.raw
+        try:
+            ids = list(map(raw.__getitem__, words))
+        except KeyError:
+            self._learn(words)
+            ids = list(map(raw.__getitem__, words))
+        if 0 in ids or -1 in ids:  # stop words out, a raw word with several tokens expanded
+            expanded: list[int] = []
+            for word, tid in zip(words, ids):
+                if tid > 0 or tid == _SEPARATOR_ID:
+                    expanded.append(tid)
+                elif tid == -1:
+                    expanded += self.tids_of(raw_word_tokens(word))
+            ids = expanded
+        out: list[tuple[int, ...] | None] = list(found)
+        terms = self.terms
+        start = 0
+        for i in missing:
+            end = ids.index(_SEPARATOR_ID, start)
+            every = ids[start:end]
+            start = end + 1
+            # (the distinct ids ordered by their terms, as `phrase` gives them)
+            tids = tuple(sorted(set(every), key=terms.__getitem__)) if len(every) > 1 else tuple(every)
+            if len(tids) != len(every):
+                self.repeats[texts[i]] = tuple(every)
+            if i >= keep_from:
+                self.short[texts[i]] = tids
+            out[i] = tids
+        return out  # type: ignore[return-value]
 
     def body(self, text: str) -> tuple[Sequence[int], Sequence[int]]:
         """Term ids of the body's tokens and their counts, one entry per distinct raw word: an id may
@@ -304,10 +349,9 @@ class _Reader:
         b = a + 1 + len(answers)  # the labels' start
         c = b + len(domains) + len(tags)  # the headings' start
         if None in found:
-            # Titles and sample questions are mostly one of a kind: not kept (labels, headings and
-            # aliases recur from note to note).
-            phrase = self.phrase
-            found = [f if f is not None else phrase(x, not (i == 0 or a < i < b)) for i, (f, x) in enumerate(zip(found, texts))]
+            # Only labels and headings are kept: they recur from note to note, where titles, slugs, sample
+            # questions and most aliases are one of a kind (memory).
+            found = self.phrases(texts, found, b)
         occ = found
         repeats = self.repeats
         if repeats and not repeats.keys().isdisjoint(texts):
@@ -410,14 +454,19 @@ class _Stale(Exception):
 #: a slot within a batch is stored on 2 bytes).
 _BUILD_BATCH = 512
 assert _BUILD_BATCH <= 1 << 16
+#: One batch of notes' (term, note) pairs, sorted by term then note (`_sum_pairs`): per term id, its number
+#: of pairs (uint16); per pair, its slot in the batch (uint16) and its body count (`_narrow_count`); the
+#: pairs whose short-field weighted frequency is not 0 (int32) and those frequencies (`_narrow`).
+_Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 # -- the index ---------------------------------------------------------------------------------------
 
 
-def _compact(lists: tuple[list[int], ...]) -> tuple[np.ndarray, ...]:
-    """Phrase kinds, lengths, tokens, groups and counts per note as compact arrays; the lists emptied."""
-    out = tuple(np.array(values, dtype=dtype) for values, dtype in zip(lists, (np.int8, np.int32, np.int32, np.int32, np.int32)))
+def _compact(arrays: list[np.ndarray], lists: tuple[list[int], ...]) -> list[np.ndarray]:
+    """Phrase kinds, lengths, tokens, groups and counts per note appended to their compact arrays
+    (`_append`: no concatenation at the end); the lists emptied."""
+    out = [_append(array, np.array(values, dtype=array.dtype)) for array, values in zip(arrays, lists)]
     for values in lists:
         values.clear()
     return out
@@ -427,10 +476,10 @@ def _compact(lists: tuple[list[int], ...]) -> tuple[np.ndarray, ...]:
 _TW_ORDER = np.array([_TWICE[name] for name in _FIELDS if name != "body"], dtype=np.int64)
 
 
-def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count: list[int], b_n: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One batch of notes' (term, note) entries summed per pair, sorted by term then note: term ids,
-    slots in the batch, short-field weighted frequencies (twice-weights summed, then halved: exact) and body counts.
-    Stop words (term id 0) are dropped. `fm_sizes`: per note, its number of tokens in each short field."""
+def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count: list[int], b_n: list[int]) -> _Batch:
+    """One batch of notes' (term, note) entries summed per pair, sorted by term then note (`_Batch`):
+    short-field weighted frequencies are twice-weights summed, then halved (exact). Stop words (term id 0)
+    are dropped. `fm_sizes`: per note, its number of tokens in each short field."""
     count = len(b_n)
     width = max(count, 1)
     local = np.arange(count, dtype=np.uint64)
@@ -486,10 +535,12 @@ def _sum_pairs(fm_tid: list[int], fm_sizes: list[int], b_tid: list[int], b_count
             fm_sum = body_sum = np.zeros(0)
         pair = key[starts]
     w = np.uint64(width)
-    tids = pair // w
-    # (term ids on 2 bytes while they fit: the batches wait for the placement, so they are a peak of memory)
-    tids = tids.astype(np.uint16 if not tids.size or int(tids[-1]) < 1 << 16 else np.int32)  # (sorted: the last is the max)
-    return tids, (pair % w).astype(np.uint16), _narrow(fm_sum), _narrow(body_sum)
+    # The batches wait for the placement, so they are a peak of memory: a count of pairs per term instead
+    # of a term id per pair (a term's pairs are one run), and the short fields' values only where they are
+    # not 0 (most pairs are body words only).
+    per_term = np.bincount((pair // w).astype(np.int64)).astype(np.uint16)  # (at most _BUILD_BATCH each)
+    fm_at = np.flatnonzero(fm_sum).astype(np.int32)
+    return per_term, (pair % w).astype(np.uint16), fm_at, _narrow(fm_sum[fm_at]), _narrow_count(body_sum)
 
 
 #: Every multiple of 0.5 up to this is exact in a float16 (11 significant bits): short-field weighted
@@ -503,6 +554,25 @@ def _narrow(values: np.ndarray) -> np.ndarray:
     if not values.size or float(values.max()) <= _F16_EXACT:
         return values.astype(np.float16)
     return values.astype(np.float32)
+
+
+def _append(column: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`column` (an array that owns its data, with no views) with `values` appended, in place: a realloc,
+    so that a growing column is never held twice (as by a concatenation); widened first if `values` need it."""
+    start = column.size
+    if not np.can_cast(values.dtype, column.dtype):
+        column = column.astype(np.result_type(column, values))
+    column.resize(start + values.size, refcheck=False)
+    column[start:] = values
+    return column
+
+
+def _narrow_count(values: np.ndarray) -> np.ndarray:
+    """Exact counts (integers) on 1 byte when every one fits (body counts of a batch, almost always), else
+    as `_narrow`."""
+    if not values.size or float(values.max()) <= 255:
+        return values.astype(np.uint8)
+    return _narrow(values)
 
 
 def _fits(docs: np.ndarray, fms: np.ndarray, bodies: np.ndarray, slot: int, fm_value: float, count: float) -> bool:
@@ -810,7 +880,10 @@ class SearchIndex:
         # counting sort: each term's postings stay in slot order).
         # (Plain lists while reading: list.extend copies pointers, array.extend converts every int.)
         docs: list[_Doc] = []
-        batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = []
+        # The batches' columns (`_Batch`), each appended to one array grown in place (`_append`), and per
+        # batch its numbers of terms, pairs and short-field values.
+        kept = [np.zeros(0, dtype=dtype) for dtype in (np.uint16, np.uint16, np.int32, np.float16, np.uint8)]
+        shapes: list[tuple[int, int, int]] = []
         fm_tid: list[int] = []
         fm_sizes: list[int] = []  # per note, its tokens in each short field (BM25F order)
         b_tid: list[int] = []
@@ -823,10 +896,10 @@ class SearchIndex:
         ph_count: list[int] = []
         ph_group: list[int] = []
         ph_lists = (ph_kind, ph_len, ph_tok, ph_group, ph_count)
-        ph_chunks: list[tuple[np.ndarray, ...]] = []  # the lists above, compacted batch after batch
+        ph_arrays = [np.zeros(0, dtype=dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32)]  # (`_compact`)
         groups = self._groups
         setgroup = groups.setdefault
-        read = _Reader(self._tids).read
+        read = _Reader(self._tids, self._terms).read
         batch_start = 0
         notes = vault.notes
         for path in sorted(notes):
@@ -849,65 +922,72 @@ class SearchIndex:
             ph_group += [setgroup(t, len(groups)) if k == _K_ALIAS else -1 for k, t in zip(p_kinds, p_tids)]
             ph_count.append(len(p_kinds))
             if len(docs) - batch_start >= _BUILD_BATCH:
-                batches.append(_sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n))
+                batch = _sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n)
+                kept = [_append(column, part) for column, part in zip(kept, batch)]
+                shapes.append((batch[0].size, batch[1].size, batch[2].size))
+                del batch
                 fm_tid, fm_sizes, b_tid, b_count, b_n = [], [], [], [], []
-                ph_chunks.append(_compact(ph_lists))
+                ph_arrays = _compact(ph_arrays, ph_lists)
                 batch_start = len(docs)
         if len(docs) > batch_start:
-            batches.append(_sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n))
-        ph_chunks.append(_compact(ph_lists))
+            batch = _sum_pairs(fm_tid, fm_sizes, b_tid, b_count, b_n)
+            kept = [_append(column, part) for column, part in zip(kept, batch)]
+            shapes.append((batch[0].size, batch[1].size, batch[2].size))
+            del batch
+        ph_arrays = _compact(ph_arrays, ph_lists)
         del fm_tid, fm_sizes, b_tid, b_count, b_n, read  # (the reader's caches with it)
-        ph_kind, ph_len, ph_tok, ph_group, ph_count = (np.concatenate(part) for part in zip(*ph_chunks))
-        del ph_chunks, ph_lists
         s_count = len(docs)
         self._docs = list(docs)
         self._slot_of = {d.note.path: i for i, d in enumerate(docs)}
         self._n = s_count
         v = len(self._terms)
         df = np.zeros(v, dtype=np.int64)
-        for batch in batches:
-            df += np.bincount(batch[0], minlength=v)  # type: ignore[index]
+        start = 0
+        for n_terms, _pairs, _fms in shapes:  # (a batch counts the terms known when it was summed)
+            df[:n_terms] += kept[0][start : start + n_terms]
+            start += n_terms
         p_off = np.zeros(v + 1, dtype=np.int64)
         np.cumsum(df, out=p_off[1:])
         total = int(p_off[-1])
-        # The pairs go to their place term by term: each term's entries of a batch are one run (sorted by
-        # term then slot), after those of the earlier batches. One output array at a time, each batch's
-        # column freed once copied, so the batches and the postings are never all in memory at once.
+        # The pairs go to their place term by term: each term's pairs of a batch are one run (sorted by
+        # term then slot), after those of the earlier batches. One output array at a time, each column of
+        # the batches freed once placed, so the batches and the postings are never all in memory at once.
         lens = np.zeros(s_count)
         nterms = np.zeros(s_count, dtype=np.int64)
-        columns: dict[int, np.ndarray] = {}
-        slot_dtype = np.uint16 if s_count <= _U16_SLOTS else np.int32
-        for column in (2, 3, 1):  # fm (halves), body, slot
+        placed: dict[int, np.ndarray] = {}
+        for column in (4, 1, 3):  # body (the slots still there: lengths per note), slot, short fields
             if column == 1:
-                dtype = slot_dtype
-            else:  # (exact: multiples of 0.5 and counts, float16 when every batch's fit)
-                dtype = np.result_type(np.float16, *(batch[column].dtype for batch in batches))  # type: ignore[index]
-            out = np.empty(total, dtype=dtype)
+                out = np.empty(total, dtype=np.uint16 if s_count <= _U16_SLOTS else np.int32)
+            else:  # (exact: multiples of 0.5 and counts, float16 when every batch's fit; short fields sparse)
+                out = np.zeros(total, dtype=np.result_type(np.float16, kept[column]))
             cursor = p_off[:-1].copy()
-            first_slot = 0
-            for b, batch in enumerate(batches):
-                tid_b = batch[0]  # type: ignore[index]
-                per_term = np.bincount(tid_b, minlength=v)
-                start_in_batch = np.cumsum(per_term) - per_term
-                at = cursor[tid_b] + (np.arange(tid_b.size, dtype=np.int64) - start_in_batch[tid_b])
-                part = batch[column]  # type: ignore[index]
+            t = p = f = 0  # the batch's start in the per-term counts, the pairs, the short-field values
+            for b, (n_terms, n_pairs, n_fms) in enumerate(shapes):
+                counts = kept[0][t : t + n_terms].astype(np.int64)
+                # A pair's place: its term's cursor, plus its rank among the term's pairs of the batch.
+                at = np.repeat(cursor[:n_terms] - (np.cumsum(counts) - counts), counts)
+                at += np.arange(n_pairs)
+                cursor[:n_terms] += counts
                 if column == 1:  # slots are stored within the batch (2 bytes)
-                    part = part.astype(np.int32) + np.int32(first_slot)
-                    first_slot += _BUILD_BATCH
-                elif column == 3:  # per note: its body length and its number of terms
-                    slots_b = batch[1].astype(np.int64)  # type: ignore[index]
+                    out[at] = kept[1][p : p + n_pairs].astype(np.int32) + np.int32(b * _BUILD_BATCH)
+                elif column == 3:
+                    out[at[kept[2][f : f + n_fms]]] = kept[3][f : f + n_fms]
+                else:  # per note: its body length and its number of terms
+                    part = kept[4][p : p + n_pairs]
+                    slots_b = kept[1][p : p + n_pairs].astype(np.int64)
                     offset = b * _BUILD_BATCH
                     lens[offset : offset + _BUILD_BATCH] = np.bincount(slots_b, weights=part, minlength=_BUILD_BATCH)[: s_count - offset]
                     nterms[offset : offset + _BUILD_BATCH] = np.bincount(slots_b, minlength=_BUILD_BATCH)[: s_count - offset]
-                out[at] = part
-                cursor += per_term
-                batches[b] = batch[:column] + (None,) + batch[column + 1 :]  # type: ignore[index, operator]
-                del at, part, tid_b
-            columns[column] = out
+                    out[at] = part
+                    del part, slots_b
+                del at, counts
+                t, p, f = t + n_terms, p + n_pairs, f + n_fms
+            placed[column] = out
+            kept[column] = _EMPTY_I
             del out, cursor
-        del batches
-        p_fm, p_body, p_doc = columns[2], columns[3], columns[1]
-        del columns
+        del kept
+        p_fm, p_body, p_doc = placed[3], placed[4], placed[1]
+        del placed
         self._p_off = p_off
         self._p_doc = p_doc
         self._p_fm = p_fm
@@ -917,7 +997,12 @@ class SearchIndex:
         self._total_len = float(lens.sum())
         self._nterms = _Grow(nterms, np.int32)
 
+        # (The id order now, while the batches' freed memory can hold its transient arrays: peak memory.)
+        self._rank_notes()
+
         # Phrases and their term index.
+        ph_kind, ph_len, ph_tok, ph_group, ph_count = ph_arrays
+        del ph_arrays, ph_lists
         m = len(ph_text)
         sizes = ph_count.astype(np.int64)
         slots = np.arange(s_count, dtype=np.int32)
@@ -949,7 +1034,6 @@ class SearchIndex:
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
         self._stale = True
-        self._order_dirty = True
         self._refresh()
 
     # -- incremental changes -------------------------------------------------------------------------
@@ -1000,7 +1084,7 @@ class SearchIndex:
     def _parse(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, dict[int, list[float]]]:
         """The note read: its doc, its phrases, and per term id [weighted short-field frequency, body
         count] (exact sums)."""
-        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(self._tids, bulk=False).read(note, full)
+        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(self._tids, self._terms, bulk=False).read(note, full)
         fm_twice = [w for w, size in zip(_TW_ORDER.tolist(), sizes) for _ in range(size)]
         stats: dict[int, list[float]] = {}
         for tid, twice in zip(fm, fm_twice):
@@ -1139,18 +1223,26 @@ class SearchIndex:
         lengths = self._ph_len.view()
         qt = self._ph_tok.view()
         qp = self._ph_tok_of.view()
-        if m:
-            squares = self._idf[qt]
-            np.square(squares, out=squares)  # (in place: one transient array, not two)
-            self._ph_norm = np.maximum(np.sqrt(np.bincount(qp, weights=squares, minlength=m)), 1e-12)
-            del squares
-        else:
-            self._ph_norm = np.zeros(0)
+        # A phrase's norm: the root of its tokens' squared IDFs, summed in token order (bincount). By runs
+        # of phrases (a phrase's tokens are one run of `_ph_tok`, phrase ids ascending), so that the
+        # per-token transient stays small: this runs last in a build, at its peak of memory.
+        norms = np.empty(m)
+        squares = np.square(self._idf)
+        step = 1 << 15
+        starts = np.searchsorted(qp, np.arange(0, m + step, step, dtype=qp.dtype)).tolist()  # (their tokens')
+        for lo, first, end in zip(range(0, m, step), starts, starts[1:]):
+            norms[lo : lo + step] = np.bincount(qp[first:end] - lo, weights=squares[qt[first:end]], minlength=min(step, m - lo))
+        np.sqrt(norms, out=norms)
+        self._ph_norm = np.maximum(norms, 1e-12, out=norms)
         kind = self._ph_kind.view()  # (int8: indexes the per-kind tables as it is)
         group = self._ph_group.view()
-        holders = self._group_count.view()[np.maximum(group, 0)] if self._group_count.n else np.ones(m, dtype=np.int64)
-        divisor = np.where(group >= 0, np.maximum(holders, 1), 1)
-        self._ph_full = _FULL_BY_KIND[kind] / divisor
+        # An alias held by k notes is worth 1/k (other phrases have no group: their points as they are).
+        full = _FULL_BY_KIND[kind]
+        alias = np.flatnonzero(group >= 0)
+        if alias.size:
+            full[alias] /= np.maximum(self._group_count.view()[group[alias]], 1)
+        del alias
+        self._ph_full = full
         self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 3 points: exact on 2 bytes)
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
@@ -1158,25 +1250,28 @@ class SearchIndex:
         self._ph_len_view = lengths
         self._bonus_view = self._bonus.view()
         if self._order_dirty:
-            # Id order, then path (ids are unique in a vault): one numpy sort of the strings (code point
-            # order, as Python's: ids and paths hold no NUL), not a Python sort of tuples (a fifth of a
-            # second on 50k notes). As UTF-8 bytes (the same order, a quarter of the memory of 'U').
-            docs = self._docs
-            live = [s for s, d in enumerate(docs) if d is not None]
-            rank = np.full(len(docs), len(docs), dtype=np.int64)
-            if live:
-                ids = np.array([docs[s].id.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
-                paths = np.array([docs[s].note.path.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
-                rank[np.asarray(live)[np.lexsort((paths, ids))]] = np.arange(len(live), dtype=np.int64)
-                del ids, paths
-            self._rank = rank
-            self._order_dirty = False
+            self._rank_notes()
         self._wcache = {}
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
         self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
         self._floor = None
         self._stale = False
+
+    def _rank_notes(self) -> None:
+        """Each slot's place in id order, then path (ids are unique in a vault): one numpy sort of the
+        strings (code point order, as Python's: ids and paths hold no NUL), not a Python sort of tuples
+        (a fifth of a second on 50k notes). As UTF-8 bytes (the same order, a quarter of the memory of 'U')."""
+        docs = self._docs
+        live = [s for s, d in enumerate(docs) if d is not None]
+        rank = np.full(len(docs), len(docs), dtype=np.int64)
+        if live:
+            ids = np.array([docs[s].id.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
+            paths = np.array([docs[s].note.path.encode("utf-8", "surrogatepass") for s in live])  # type: ignore[union-attr]
+            rank[np.asarray(live)[np.lexsort((paths, ids))]] = np.arange(len(live), dtype=np.int64)
+            del ids, paths
+        self._rank = rank
+        self._order_dirty = False
 
     def _term(self, tid: int) -> tuple[Any, ...]:
         """What a question needs of term `tid`, computed once and cached until the next change (`_refresh`
@@ -1192,7 +1287,10 @@ class SearchIndex:
             sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
             idf = self._idf[tid]
             passing = _grounding.in_passing(fm)
-            found = (docs, sat * idf, passing, bool(passing.any()), float(idf), int(self._df[tid]), self._phrase_postings(tid))
+            # Note and phrase ids as intp: a question indexes and counts with them, and numpy converts any
+            # narrower integer type (the index stores them narrow) on every such call.
+            phrases = self._phrase_postings(tid).astype(np.intp)
+            found = (docs.astype(np.intp), sat * idf, passing, bool(passing.any()), float(idf), int(self._df[tid]), phrases)
             if len(self._wcache) >= 4096:
                 self._wcache.clear()
             self._wcache[tid] = found
@@ -1330,8 +1428,8 @@ class SearchIndex:
                 group = np.asarray([-1 if e else groups.index(soft[t][2]) for t, e in zip(known_terms, is_exact)])
                 also = [() if e else tuple(groups.index(g) for g in also_for.get(t, ())) for t, e in zip(known_terms, is_exact)]
                 ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
-                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known)
                 covered = np.bincount(doc_ids, weights=np.where(is_exact, idf_known, 0.0).repeat(lengths), minlength=slots)
+                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known, covered)
             else:
                 own = idf_known.repeat([rec[_T_DOCS].size for rec in recs])  # each posting's term IDF
                 bm25 = np.bincount(doc_ids, weights=w, minlength=slots)
@@ -1378,12 +1476,12 @@ class SearchIndex:
             best_of = self._ph_best_of[touched]
             if np.count_nonzero(best_of):
                 # The best alias and the best sample question of each note: one max over (note, group).
-                slot = (np.multiply(owner, 2, dtype=np.int64) + answer)[best_of]
+                # Points are ≥ 0, so a phrase of the other kind can take part as 0 (a max with 0 and a sum
+                # with 0 change nothing): no selection of either kind, fewer numpy calls.
                 top2 = np.zeros(2 * slots)
-                np.maximum.at(top2, slot, points[best_of])
+                np.maximum.at(top2, np.multiply(owner, 2, dtype=np.intp) + answer, np.where(best_of, points, 0.0))
                 add = top2[0::2] + top2[1::2]  # float64, even when no other phrase matched
-                others = ~best_of
-                add += np.bincount(owner[others], weights=points[others], minlength=slots)
+                add += np.bincount(owner, weights=np.where(best_of, 0.0, points), minlength=slots)
             else:
                 add = np.bincount(owner, weights=points, minlength=slots)
             scores = scores + add

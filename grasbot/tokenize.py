@@ -25,7 +25,8 @@ from operator import itemgetter
 import Stemmer
 
 __all__ = [
-    "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "raw_words_tokens", "stem", "stem_words",
+    "SEPARATOR", "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "raw_words_of", "raw_words_tokens",
+    "stem", "stem_words",
     "token_counts",
     "tokenize", "tokenize_short", "words",
 ]
@@ -231,6 +232,22 @@ def tokenize(text: str) -> list[str]:
             found = raw_word_tokens(raw)
         out.extend(found)
     return out
+
+
+#: The raw word that ends each text's words in `raw_words_of`: a byte that no UTF-8 text holds.
+SEPARATOR = b"\xff"
+_TABLE_SEPARATOR = SEPARATOR + _TABLE[1:]  # `_TABLE`, with NUL (the separator before encoding) to SEPARATOR
+
+
+def raw_words_of(texts: Sequence[str]) -> list[bytes] | None:
+    """The raw words of each text in order (see `raw_word_counts`), each text's followed by `SEPARATOR`, in
+    one pass; None when a text needs a rewrite first (`c++`, `c#`, `c'`, a letter whose lower case is not
+    one letter) or holds a NUL: then `tokenize` them. Otherwise the tokens of a text's raw words, one after
+    the other, are `tokenize(text)`: lowercasing it first changes no token (`raw_word_tokens` folds)."""
+    joined = " \x00 ".join(texts) + " \x00"
+    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined):
+        return None
+    return joined.encode("utf-8", "surrogatepass").translate(_TABLE_SEPARATOR).split()
 
 
 def raw_word_counts(text: str) -> Counter[bytes]:

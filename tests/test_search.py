@@ -515,12 +515,13 @@ def test_sum_pairs_general_path_matches_the_packed_one() -> None:
     small = [3, 4, 2, 1, 6]
     b_n = [3, 2]
     packed = _sum_pairs(fm_tid, fm_sizes, b_tid, b_count=small, b_n=b_n)
-    # (term 5, note 0): title and slug, 3 + 2 in the body; (7, 0): title; (7, 1): body; (9, 1): heading, body
-    assert [a.tolist() for a in packed] == [[5, 7, 7, 9], [0, 0, 1, 1], [4.0, 3.0, 0.0, 2.0], [5.0, 0.0, 6.0, 1.0]]
+    # (term 5, note 0): title and slug, 3 + 2 in the body; (7, 0): title; (7, 1): body; (9, 1): heading, body.
+    # Pairs per term id, slots, the pairs with short-field values and those values, body counts.
+    assert [a.tolist() for a in packed] == [[0, 0, 0, 0, 0, 1, 0, 2, 0, 1], [0, 0, 1, 1], [0, 1, 3], [4.0, 3.0, 2.0], [5, 0, 6, 1]]
     huge = [3 << 45, 4, 2, 1, 6]
     general = _sum_pairs(fm_tid, fm_sizes, b_tid, huge, b_n)
-    assert general[3].tolist() == [float(np.float32((3 << 45) + 2)), 0.0, 6.0, 1.0]
-    assert [a.tolist() for a in general[:3]] == [a.tolist() for a in packed[:3]]
+    assert general[4].tolist() == [float(np.float32((3 << 45) + 2)), 0.0, 6.0, 1.0]
+    assert [a.tolist() for a in general[:4]] == [a.tolist() for a in packed[:4]]
 
 
 def test_update_after_a_note_changed_in_place_rebuilds(basic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
