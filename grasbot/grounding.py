@@ -71,6 +71,7 @@ def combine(
     also: Sequence[tuple[int, ...]] | None = None,
     idf: np.ndarray | None = None,
     held: np.ndarray | None = None,
+    w_evidence: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-note ranking BM25 and evidence BM25 from concatenated postings.
 
@@ -80,10 +81,13 @@ def combine(
     `also[j]` lists further original words soft term j stands for. `passing` (per posting, `in_passing`)
     marks body-only mentions, discounted when the question has `words` ≥ 2 words (unseen ones count),
     corroborated by the IDF (`idf`, per term) of the other question words in the note. `held`: per note,
-    the IDF mass of the original terms it holds, when the caller has it (else computed here).
+    the IDF mass of the original terms it holds, when the caller has it (else computed here). `w_evidence`:
+    the postings' weights for the evidence when they differ from the ranking's `w` (another saturation).
     """
     seg = np.arange(lengths.size).repeat(lengths)
     rank = np.bincount(doc_ids, weights=w * rank_weight[seg], minlength=n)
+    if w_evidence is not None:
+        w = w_evidence  # the evidence reads its own saturation of the same postings
     soft_terms = group >= 0
     numbers = sorted({int(g) for g in group[soft_terms].tolist()} | {g for extra in (also or ()) for g in extra})
     # Per original word g, the terms that stand for it (a soft group: its synonyms or its correction).

@@ -76,7 +76,14 @@ from grasbot.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_wo
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
-BM25_K1 = 1.2
+#: Term-frequency saturation for ranking. BM25F's pseudo-frequencies are field-weighted (one title word
+#: counts 3), so the classic 1.2 saturates a note at its first mentions and leaves the body's repetitions
+#: nothing to say; 2.0 raised hit@1 and MRR on every question set, none lower, the large sets built
+#: mechanically from the corpora included (benchmarks/compare_quality.py --auto; benchmarks/README.md).
+BM25_K1 = 2.0
+#: The saturation `grounded` reads the same postings with: the one GROUND_EVIDENCE was calibrated at, so
+#: that a ranking change does not move the grounded decision.
+EVIDENCE_K1 = 1.2
 BM25_B = 0.75  # body length normalisation; the short fields are not length-normalised
 #: BM25F field weights: a term in the title says more about the subject than one in the body.
 FIELD_WEIGHTS: dict[str, float] = {
@@ -1277,20 +1284,22 @@ class SearchIndex:
         """What a question needs of term `tid`, computed once and cached until the next change (`_refresh`
         empties the cache): the notes holding it, their BM25F weight times its IDF, per posting whether
         it is a body-only mention (grounding) and whether any is, its IDF and document frequency as
-        Python numbers, and the phrases holding it. Fields: `_T_*`."""
+        Python numbers, the phrases holding it, and the weights read with the evidence's saturation
+        (`EVIDENCE_K1`). Fields: `_T_*`."""
         found = self._wcache.get(tid)
         if found is None:
             docs, fm, body = self._postings(tid)
             # BM25F: a pseudo term frequency mixing the fields by weight; only the body is
             # length-normalised (titles, aliases and labels are short by nature).
             pseudo = fm + body * self._norm[docs]
-            sat = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1)
             idf = self._idf[tid]
+            weight = pseudo * (BM25_K1 + 1.0) / (pseudo + BM25_K1) * idf
+            evidence = weight if EVIDENCE_K1 == BM25_K1 else pseudo * (EVIDENCE_K1 + 1.0) / (pseudo + EVIDENCE_K1) * idf
             passing = _grounding.in_passing(fm)
             # Note and phrase ids as intp: a question indexes and counts with them, and numpy converts any
             # narrower integer type (the index stores them narrow) on every such call.
             phrases = self._phrase_postings(tid).astype(np.intp)
-            found = (docs.astype(np.intp), sat * idf, passing, bool(passing.any()), float(idf), int(self._df[tid]), phrases)
+            found = (docs.astype(np.intp), weight, passing, bool(passing.any()), float(idf), int(self._df[tid]), phrases, evidence)
             if len(self._wcache) >= 4096:
                 self._wcache.clear()
             self._wcache[tid] = found
@@ -1413,6 +1422,7 @@ class SearchIndex:
             single = len(recs) == 1
             doc_ids = recs[0][_T_DOCS] if single else np.concatenate([rec[_T_DOCS] for rec in recs])
             w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
+            we = recs[0][_T_WE] if single else np.concatenate([rec[_T_WE] for rec in recs])
             n_words = len(originals) + len(corrected)
             # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/grounding.py).
             any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
@@ -1429,12 +1439,13 @@ class SearchIndex:
                 also = [() if e else tuple(groups.index(g) for g in also_for.get(t, ())) for t, e in zip(known_terms, is_exact)]
                 ev_w = np.asarray([1.0 if e else soft[t][1] for t, e in zip(known_terms, is_exact)])
                 covered = np.bincount(doc_ids, weights=np.where(is_exact, idf_known, 0.0).repeat(lengths), minlength=slots)
-                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known, covered)
+                bm25, evidence_bm25 = _grounding.combine(doc_ids, w, lengths, factor, ev_w, group, slots, passing, n_words, also, idf_known, covered, we)
             else:
                 own = idf_known.repeat([rec[_T_DOCS].size for rec in recs])  # each posting's term IDF
                 bm25 = np.bincount(doc_ids, weights=w, minlength=slots)
                 covered = np.bincount(doc_ids, weights=own, minlength=slots)
-                evidence_bm25 = _grounding.plain(doc_ids, w, passing, own, covered, n_words, bm25, any_passing)
+                bm25_evidence = bm25 if we is w else np.bincount(doc_ids, weights=we, minlength=slots)
+                evidence_bm25 = _grounding.plain(doc_ids, we, passing, own, covered, n_words, bm25_evidence, any_passing)
             best_bm25 = float(np.maximum.reduce(bm25))
             if best_bm25 > 0:
                 scores = bm25 * (BM25_POINTS / best_bm25)
@@ -1555,7 +1566,7 @@ class SearchIndex:
 
         # Evidence: the best direct note's BM25F as a share of what a note holding every question token
         # strongly would get. Unseen tokens count at full IDF, body-only mentions little unless corroborated.
-        ideal = mass * (BM25_K1 + 1.0)
+        ideal = mass * (EVIDENCE_K1 + 1.0)
         # Over every note, not only the returned ones: `grounded` must not depend on top_k.
         evidence = float(np.maximum.reduce(evidence_bm25)) / ideal if known and n else 0.0
         grounded = evidence >= GROUND_EVIDENCE
@@ -1673,7 +1684,7 @@ def _ms(started: float) -> float:
 
 _DENSE_PHRASES = 20_000
 #: The fields of a `SearchIndex._term` record.
-_T_DOCS, _T_W, _T_PASSING, _T_ANY_PASSING, _T_IDF, _T_DF, _T_PHRASES = range(7)
+_T_DOCS, _T_W, _T_PASSING, _T_ANY_PASSING, _T_IDF, _T_DF, _T_PHRASES, _T_WE = range(8)
 
 
 def _top(scores: np.ndarray, k: int, rank: np.ndarray) -> list[int]:
