@@ -453,6 +453,7 @@ def test_load_resolves_and_indexes_as_note_by_note_updates_would(root: Path) -> 
     """`Vault._resolve_all` and `Vault._build_reverse` give exactly what the general path
     (`Resolver.resolve_compact`, then `_set_resolutions` one note at a time) gives."""
     vault = Vault.load(root)
+    vault.prepare_updates()
     loaded = (dict(vault._res), dict(vault._out), {k: set(v) for k, v in vault._in.items()},
               {k: set(v) for k, v in vault._dependents.items()}, {k: set(v) for k, v in vault._src_keys.items()})
     vault._res, vault._out, vault._in, vault._dependents, vault._src_keys = {}, {}, {}, {}, {}
@@ -462,6 +463,26 @@ def test_load_resolves_and_indexes_as_note_by_note_updates_would(root: Path) -> 
     general = (dict(vault._res), dict(vault._out), {k: set(v) for k, v in vault._in.items()},
                {k: set(v) for k, v in vault._dependents.items()}, {k: set(v) for k, v in vault._src_keys.items()})
     assert loaded == general
+
+
+def test_a_load_leaves_the_reverse_index_to_the_first_use_that_needs_it(links_vault: Path) -> None:
+    """A one-shot command never pays for the backlinks and the reverse index; `incoming`, `update_file` and
+    `remove_file` build them first, and `prepare_updates` builds them once, on demand."""
+    for first_use in ("incoming", "update_file", "remove_file", "prepare_updates"):
+        vault = Vault.load(links_vault)
+        assert not vault._reverse_ready and not vault._in and not vault._dependents
+        if first_use == "incoming":
+            assert vault.incoming("Home.md") == sorted(vault.incoming("Home.md")) != []
+        elif first_use == "update_file":
+            vault.update_file("Home.md")
+        elif first_use == "remove_file":
+            vault.remove_file("no-such-file.md")
+        else:
+            vault.prepare_updates()
+        assert vault._reverse_ready and vault._in and vault._dependents
+        built = ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
+        vault.prepare_updates()  # once only
+        assert built == ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
 
 
 def test_the_first_update_after_a_load_keeps_every_index_right(links_vault: Path) -> None:

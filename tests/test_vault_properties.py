@@ -161,6 +161,7 @@ def test_load_resolution_and_indexes_equal_the_general_path(
     vault = Vault.load(root)
     for path, note in vault.notes.items():
         assert vault.resolutions(path) == vault._resolver.resolve_all(note.links, path, vault._anchor_table)
+    vault.prepare_updates()
     loaded = ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
     vault._in, vault._dependents, vault._src_keys, vault._out = {}, {}, {}, {}
     for path, note in vault.notes.items():

@@ -315,6 +315,7 @@ class LiveVault:
             # without a live index every re-check would build a whole new one
             config = config.with_options(ignore=["answer-not-retrieved"])
         linter = _Linter(loaded, config, taxonomy_path, error)
+        vault.prepare_updates()  # a live vault is updated on every save: the first save as quick as the next
         return cls(vault, linter, index=index, with_index=with_index, notices=notices)
 
     # -- reading (any thread) --------------------------------------------------------------------------
@@ -401,6 +402,7 @@ class LiveVault:
             before = self._all_diags()
             self._reload_taxonomy()
             self.vault = Vault.load(self.root, self.vault.exclude)
+            self.vault.prepare_updates()
             if self._with_index:
                 self.index = _build_index(self.vault)
             self._keys.clear()
