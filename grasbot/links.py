@@ -28,7 +28,7 @@ import operator
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 
 from grasbot.frontmatter import _STR_CACHE, ParsedFile, make_span, share
@@ -532,6 +532,8 @@ class Resolver:
         self.by_path: dict[str, list[str]] = {}
         self.is_note: dict[str, bool] = {}
         self.alias_owners: dict[str, list[str]] = {}
+        # (path, aliases) of every note, in path order, still to be put in `alias_owners` (see defer_aliases)
+        self._alias_source: Callable[[], Iterable[tuple[str, list[str]]]] | None = None
         # target key -> (candidates sorted by path, exact): what does not depend on the linking note.
         # Cleared whenever a file is added or removed.
         self._found: dict[str, tuple[tuple[str, ...], bool]] = {}
@@ -586,6 +588,21 @@ class Resolver:
             _add_in_order(by_path, key, path, grown)
         _freeze(grown)
 
+    def defer_aliases(self, source: Callable[[], Iterable[tuple[str, list[str]]]]) -> None:
+        """Index the aliases `source()` gives ((path, aliases) in path order, see `add_aliases_many`) only
+        when something first needs them (`owners`, `add_aliases`, `remove_aliases`). Aliases only name the
+        likely target of a broken link: a load finds those for its few broken links with `likely_owner`
+        over a small index of their keys, and a one-shot command never builds the whole one."""
+        self._alias_source = source
+
+    def owners(self) -> dict[str, list[str]]:
+        """The alias index (alias key -> the notes that have that alias, sorted), built now if deferred."""
+        source = self._alias_source
+        if source is not None:
+            self._alias_source = None
+            self.add_aliases_many(source())
+        return self.alias_owners
+
     def add_aliases_many(self, owners: Iterable[tuple[str, list[str]]]) -> None:
         """`add_aliases` for many notes at once, given in path order (a load): appended, not re-sorted."""
         index = self.alias_owners
@@ -596,12 +613,24 @@ class Resolver:
         _freeze(grown)
 
     def add_aliases(self, path: str, aliases: Iterable[str]) -> None:
+        index = self.owners()
         for alias in aliases:
-            _insert(self.alias_owners, name_key(alias.strip()), path)
+            _insert(index, name_key(alias.strip()), path)
 
     def remove_aliases(self, path: str, aliases: Iterable[str]) -> None:
+        index = self.owners()
         for alias in aliases:
-            _discard(self.alias_owners, name_key(alias.strip()), path)
+            _discard(index, name_key(alias.strip()), path)
+
+    @staticmethod
+    def likely_owner(target: str, source: str, owners: Mapping[str, Sequence[str]]) -> str | None:
+        """The note a broken link to `target`, written in `source`, most likely means: one whose alias is
+        `target` (another note than `source` if there is one), the nearest to `source`; None if none."""
+        found = owners.get(name_key(target))
+        if not found:
+            return None
+        others = [o for o in found if o != source] or found
+        return sorted(others, key=_nearest_order(source.rsplit("/", 1)[0] if "/" in source else ""))[0]
 
     # -- resolution
     def find(self, target: str, source: str, relative_first: bool) -> tuple[tuple[str, ...], bool]:
@@ -670,8 +699,11 @@ class Resolver:
                 return tuple([p for p in hit if is_note[p]])
         return ()
 
-    def resolve(self, link: Link, source: str, anchors: Callable[[str], AnchorTable | None]) -> Resolution:
-        """Follow `link` written in the note at vault path `source`."""
+    def resolve(
+        self, link: Link, source: str, anchors: Callable[[str], AnchorTable | None], likely: bool = True
+    ) -> Resolution:
+        """Follow `link` written in the note at vault path `source`. `likely` False: a broken link's likely
+        target (`likely_owner`) is left for the caller to fill."""
         # (Resolutions built from tuples, as named tuples allow: skips a Python-level __new__ per link)
         target = link.target
         kind = link.kind
@@ -684,11 +716,7 @@ class Resolver:
         else:
             cands, exact = self.find(target, source, kind is LinkKind.MARKDOWN)
             if not cands:
-                owners = self.alias_owners.get(name_key(target))
-                alias_of = None
-                if owners:
-                    others = [o for o in owners if o != source] or owners
-                    alias_of = sorted(others, key=_nearest_order(source.rsplit("/", 1)[0] if "/" in source else ""))[0]
+                alias_of = self.likely_owner(target, source, self.owners()) if likely else None
                 return _new(Resolution, (link, LinkStatus.BROKEN, None, (), alias_of))
             path = cands[0]
         anchor = link.anchor
@@ -726,10 +754,11 @@ class Resolver:
         ]
 
     def resolve_compact(
-        self, links: list[Link], source: str, anchors: Callable[[str], AnchorTable | None]
+        self, links: list[Link], source: str, anchors: Callable[[str], AnchorTable | None], likely: bool = True
     ) -> list[str | Resolution]:
         """`resolve_all` in the form the vault stores: the target path (a shared str) for an OK link,
-        the full Resolution otherwise. A vault holds one per link: a pointer instead of a tuple each."""
+        the full Resolution otherwise. A vault holds one per link: a pointer instead of a tuple each.
+        `likely`: as for `resolve`."""
         out: list[str | Resolution] = []
         append = out.append
         unique = self._unique
@@ -752,7 +781,7 @@ class Resolver:
                             continue
                     append(path)
                     continue
-            res = self.resolve(link, source, anchors)
+            res = self.resolve(link, source, anchors, likely)
             append(res.target_path if res.status is ok and not res.candidates else res)  # type: ignore[arg-type]
         return out
 

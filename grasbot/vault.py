@@ -18,6 +18,7 @@ import stat
 import weakref
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path, PurePosixPath
 
@@ -199,6 +200,14 @@ def _index_discard(index: dict[str, set[str] | tuple[str, ...]], key: str, path:
         del index[key]
 
 
+def _aliases_of(notes: list[Note]) -> Iterator[tuple[str, list[str]]]:
+    """(path, aliases) of the notes that have aliases, in the order given (a load's: by path)."""
+    for note in notes:
+        aliases = note.aliases
+        if aliases:
+            yield note.path, aliases
+
+
 def _is_note_name(name: str) -> bool:
     return name[-3:].lower() == ".md"
 
@@ -288,26 +297,23 @@ class Vault:
         vault.notes = {n.path: n for n in notes}
         resolver = vault._resolver
         resolver.add_many([(path, False) for path in vault.files] + [(note.path, True) for note in notes])
-        owners = []
         slug_groups: dict[str, list[str]] = {}
         stem_groups: dict[str, list[str]] = {}
         for note in notes:
             path = note.path
-            aliases = note.aliases
-            if aliases:
-                owners.append((path, aliases))
             # (what _group_add does, as lists: each note comes once; tuples below, as sets cost four times more)
             slug = vault._slug_of(note)
             if slug:
                 slug_groups.setdefault(slug, []).append(path)
             stem_groups.setdefault(name_key(note.stem), []).append(path)
-        resolver.add_aliases_many(owners)
-        del owners
+        # The whole alias index is for updates: a load names its broken links' likely targets from a
+        # small one (`_name_likely_targets`); `prepare_updates` or the first look-up builds the whole.
+        resolver.defer_aliases(partial(_aliases_of, notes))
         vault._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}
         vault._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}
         del slug_groups, stem_groups
         vault._assign_ids(vault.notes.keys())
-        vault._resolve_all(notes)
+        vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
         resolver._found.clear()
@@ -315,7 +321,7 @@ class Vault:
         _KEY_CACHE.clear()
         clear_caches()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
-        # (`prepare_updates`), ~6% of a 10k load and ~4 MiB that a one-shot command never uses.
+        # (`prepare_updates`), ~10% of a 10k load and ~4 MiB that a one-shot command never uses.
         vault._reverse_ready = False
         return vault
 
@@ -501,7 +507,7 @@ class Vault:
     def _resolve_note(self, note: Note) -> list[str | Resolution]:
         return self._resolver.resolve_compact(note.links, note.path, self._anchor_table)
 
-    def _resolve_all(self, notes: list[Note]) -> None:
+    def _resolve_all(self, notes: list[Note]) -> list[str]:
         """Resolve and register every note of a fresh load: `_set_resolutions(note, _resolve_note(note))`
         for each, with the same results, organised for a whole vault (some hundred thousand links).
 
@@ -509,6 +515,8 @@ class Vault:
         answer is one look-up in a table filled once per distinct target (`_Memo`), taken inside a list
         comprehension; every other link goes through `_resolve_odd`, which is `Resolver.resolve_compact`'s
         per-link logic. Only the outgoing edges are recorded here: `_build_reverse` derives the rest.
+        Broken links are left without their likely target: returns the notes that have one, for
+        `_name_likely_targets`.
         """
         resolver = self._resolver
         # target -> the one file it finds from anywhere, or "": the resolver's own table, which
@@ -519,12 +527,14 @@ class Vault:
         odd_one = self._resolve_odd
         res_store = self._res
         out_store = self._out
+        broken = LinkStatus.BROKEN
+        with_broken: list[str] = []
         for note in notes:
             path = note.path
             flat = note._link_entries
             odd: list[Resolution] = []
             if flat is None:  # a note that keeps Link objects (see read_note): the general path
-                compact = resolver.resolve_compact(note.links, path, self._anchor_table)
+                compact = resolver.resolve_compact(note.links, path, self._anchor_table, likely=False)
                 odd = [r for r in compact if r.__class__ is not str]  # type: ignore[misc]
             elif not flat:
                 res_store[path] = []
@@ -538,6 +548,8 @@ class Vault:
                 ]
             res_store[path] = compact
             if odd:
+                if any(r.status is broken for r in odd):
+                    with_broken.append(path)
                 out = {r for r in compact if r.__class__ is str}
                 for res in odd:
                     if res.target_path is not None:
@@ -547,6 +559,35 @@ class Vault:
             out.discard(path)
             if out:
                 out_store[path] = tuple(sorted(out))
+        return with_broken
+
+    def _name_likely_targets(self, paths: list[str], notes: list[Note]) -> None:
+        """Give the broken links of the notes at `paths` their likely target (`Resolver.likely_owner`),
+        looked up in an alias index of only the keys those links ask for (see `Resolver.defer_aliases`)."""
+        broken = LinkStatus.BROKEN
+        found = [
+            (path, compact, i, r)
+            for path in paths
+            for compact in (self._res[path],)
+            for i, r in enumerate(compact)
+            if r.__class__ is not str and r.status is broken and r.link.target  # type: ignore[union-attr]
+        ]
+        if not found:
+            return
+        wanted = {name_key(r.link.target) for _, _, _, r in found}  # type: ignore[union-attr]
+        owners: dict[str, list[str]] = {}
+        for path, aliases in _aliases_of(notes):
+            for alias in aliases:
+                key = name_key_fast(alias.strip())
+                if key in wanted:
+                    held = owners.setdefault(key, [])
+                    if not held or held[-1] != path:  # (notes come in path order: the list stays sorted)
+                        held.append(path)
+        likely = self._resolver.likely_owner
+        for path, compact, i, r in found:
+            alias_of = likely(r.link.target, path, owners)  # type: ignore[union-attr]
+            if alias_of is not None:
+                compact[i] = r._replace(alias_of=alias_of)  # type: ignore[union-attr]
 
     def _resolve_odd(self, flat: tuple[object, ...], index: int, path: str, odd: list[Resolution]) -> str | Resolution:
         """Link number `index` of a note's entries (see `Note.links`) when it is not the common case of
@@ -571,18 +612,19 @@ class Vault:
                     odd.append(res)
                     return res
             return found
-        res = resolver.resolve(_link_at(flat, index), path, self._anchor_table)
+        res = resolver.resolve(_link_at(flat, index), path, self._anchor_table, likely=False)
         if res.status is _OK and not res.candidates:
             return res.target_path  # type: ignore[return-value]
         odd.append(res)
         return res
 
     def prepare_updates(self) -> None:
-        """Build the backlinks and the reverse index now, if a load left them to be built. `incoming`,
-        `update_file` and `remove_file` call it, so nothing depends on it being called; a long-running
-        consumer calls it once after `load` so that its first update is as quick as the next (on 10k
-        notes: ~0.15 s once, then ~1 ms per update)."""
+        """Build what only updates and backlinks need, if a load left it to be built: the backlinks, the
+        reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
+        nothing depends on it being called; a long-running consumer calls it once after `load` so that its
+        first update is as quick as the next (on 10k notes: ~0.2 s once, then ~1 ms per update)."""
         if not self._reverse_ready:
+            self._resolver.owners()  # the whole alias index, deferred by the load
             self._build_reverse()
             self._reverse_ready = True
 

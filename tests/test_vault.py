@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grasbot.links import Resolver
 from grasbot.notes import LinkStatus
 from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
 
@@ -483,6 +484,33 @@ def test_a_load_leaves_the_reverse_index_to_the_first_use_that_needs_it(links_va
         built = ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
         vault.prepare_updates()  # once only
         assert built == ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
+
+
+def test_a_load_names_likely_targets_without_the_whole_alias_index(tmp_path: Path) -> None:
+    """A load finds a broken link's likely target from a small index of the keys broken links ask for; the
+    whole alias index waits for `prepare_updates`, and then equals the one built note by note."""
+    _write(tmp_path, "a/Real.md", "---\naliases: [Nick, Other]\n---\n")
+    _write(tmp_path, "b/Real Too.md", "---\naliases: [nick]\n---\n")
+    _write(tmp_path, "b/Third.md", "---\naliases: [Unused, Unused]\n---\n")
+    _write(tmp_path, "b/src.md", "[[Nick]] [[nobody]] [[Other#h]]\n")
+    vault = Vault.load(tmp_path)
+    assert vault._resolver.alias_owners == {}  # not built by the load
+    likely = [(r.link.raw, r.status, r.alias_of) for r in vault.resolutions("b/src.md")]
+    assert likely == [("[[Nick]]", LinkStatus.BROKEN, "b/Real Too.md"),  # the nearest of the two owners
+                      ("[[nobody]]", LinkStatus.BROKEN, None),
+                      ("[[Other#h]]", LinkStatus.BROKEN, "a/Real.md")]
+    vault.prepare_updates()
+    whole = {k: tuple(v) for k, v in vault._resolver.alias_owners.items()}
+    one_by_one = Resolver()
+    for path, note in vault.notes.items():
+        one_by_one.add_aliases(path, note.aliases)
+    assert whole == {k: tuple(v) for k, v in one_by_one.alias_owners.items()}
+    assert whole["nick"] == ("a/Real.md", "b/Real Too.md") and whole["unused"] == ("b/Third.md",)
+    # and an update after that resolves as a fresh load does
+    _write(tmp_path, "b/src.md", "[[Nick]] [[Unused]]\n")
+    vault.update_file("b/src.md")
+    assert [r.alias_of for r in vault.resolutions("b/src.md")] == ["b/Real Too.md", "b/Third.md"]
+    assert vault.resolutions("b/src.md") == Vault.load(tmp_path).resolutions("b/src.md")
 
 
 def test_the_first_update_after_a_load_keeps_every_index_right(links_vault: Path) -> None:
