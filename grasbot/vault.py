@@ -565,13 +565,14 @@ class Vault:
         """Give the broken links of the notes at `paths` their likely target (`Resolver.likely_owner`),
         looked up in an alias index of only the keys those links ask for (see `Resolver.defer_aliases`)."""
         broken = LinkStatus.BROKEN
-        found = [
-            (path, compact, i, r)
-            for path in paths
-            for compact in (self._res[path],)
-            for i, r in enumerate(compact)
-            if r.__class__ is not str and r.status is broken and r.link.target  # type: ignore[union-attr]
-        ]
+        found: list[tuple[str, list[str | Resolution], int, Resolution]] = []
+        for path in paths:
+            compact = self._res[path]
+            found += [
+                (path, compact, i, r)  # type: ignore[misc]
+                for i, r in enumerate(compact)
+                if r.__class__ is not str and r.status is broken and r.link.target  # type: ignore[union-attr]
+            ]
         if not found:
             return
         wanted = {name_key(r.link.target) for _, _, _, r in found}  # type: ignore[union-attr]
