@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from vaulttools.live import INDEX_AUTO_LIMIT
 
 if TYPE_CHECKING:
     from grasbot.notes import Note
@@ -55,9 +54,11 @@ __all__ = [
 
 #: How many notes the question preview lists (the API's SEARCH_TOP_K default).
 DEFAULT_TOP_K = 5
-#: Above this many notes the LiveVault keeps no search index (see `Backend._make_live`); the same
-#: threshold as `vaulttools watch` uses.
-INDEX_LIVE_LIMIT = INDEX_AUTO_LIMIT
+#: Up to this many notes the LiveVault keeps the TUI's search index up to date with every save (see
+#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update then costs ~7 ms
+#: a save on 10k notes and ~25 ms on 50k (benchmarks/README.md, retrieval), where rebuilding it after a
+#: burst of saves costs ~2 s and ~10 s. Above, updates grow with the vault and the rebuild is kept.
+INDEX_LIVE_LIMIT = 50_000
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
 #: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
@@ -340,10 +341,10 @@ class Backend:
         """A LiveVault over the vault already read (reading 10k notes twice would delay the badges).
 
         Up to `INDEX_LIVE_LIMIT` notes the LiveVault keeps the search index up to date with every save
-        (the preview and `answer-not-retrieved` follow at once). Above, bringing the index up to date
-        costs seconds per save, which would hold the badges back: the LiveVault keeps none (so
-        `answer-not-retrieved` is left to `vaulttools lint`), and the backend rebuilds its own index in
-        the background after each burst of changes (`refresh_index`), then the preview follows."""
+        (the preview and `answer-not-retrieved` follow at once). Above, an update per save would hold the
+        badges back: the LiveVault keeps none (so `answer-not-retrieved` is left to `vaulttools lint`), and
+        the backend rebuilds its own index in the background after each burst of changes
+        (`refresh_index`), then the preview follows."""
         from vaulttools.live import LiveVault
 
         self._own_index = len(vault.notes) > INDEX_LIVE_LIMIT
