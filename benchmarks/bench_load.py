@@ -44,14 +44,15 @@ from grasbot.vault import Vault
 imported = time.perf_counter()
 vault = Vault.load({path!r})
 loaded = time.perf_counter()
-status = {{}}
-links = 0
-for p in vault.notes:
-    for r in vault.resolutions(p):
-        links += 1
-        key = getattr(r.status, "value", str(r.status))
-        status[key] = status.get(key, 0) + 1
+# every note's resolutions, tallied by status (the correctness check printed beside the figures) at C
+# speed, so that the figure is the engine's work and not a per-link Python loop of the benchmark's
+from collections import Counter
+from itertools import chain
+from operator import attrgetter
+tally = Counter(map(attrgetter("status"), chain.from_iterable(map(vault.resolutions, vault.notes))))
 resolved = time.perf_counter()
+status = {{getattr(k, "value", str(k)): n for k, n in tally.items()}}
+links = sum(tally.values())
 report(notes=len(vault.notes), files=len(vault.files), links=links, status=status,
        t_import=imported - start, t_load=loaded - imported, t_resolve=resolved - loaded,
        cpu_before_exit=time.process_time())
