@@ -15,6 +15,7 @@ import gc
 import hashlib
 import os
 import stat
+import threading
 import weakref
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -243,6 +244,8 @@ class Vault:
         self._dependents: dict[str, set[str] | tuple[str, ...]] = {}  # link key -> notes whose links use it
         self._src_keys: dict[str, tuple[str, ...]] = {}  # note -> the keys it is registered under
         self._reverse_ready = True  # False after a load until `prepare_updates` builds the three above
+        # (the TUI may ask for backlinks on its UI thread while its first lint prepares the same vault)
+        self._prepare_lock = threading.Lock()
         self._anchors: dict[str, AnchorTable] = {}
         self._ids: dict[str, str] = {}  # id -> path
         # (these two hold tuples after a load, sets once an update changed them: see _index_add)
@@ -624,10 +627,13 @@ class Vault:
         reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
         nothing depends on it being called; a long-running consumer calls it once after `load` so that its
         first update is as quick as the next (on 10k notes: ~0.2 s once, then ~1 ms per update)."""
-        if not self._reverse_ready:
-            self._resolver.owners()  # the whole alias index, deferred by the load
-            self._build_reverse()
-            self._reverse_ready = True
+        if self._reverse_ready:
+            return
+        with self._prepare_lock:
+            if not self._reverse_ready:
+                self._resolver.owners()  # the whole alias index, deferred by the load
+                self._build_reverse()
+                self._reverse_ready = True
 
     def _build_reverse(self) -> None:
         """Build the backlinks (`_in`) and the reverse index (`_dependents`, `_src_keys`) of a fresh load

@@ -486,6 +486,32 @@ def test_a_load_leaves_the_reverse_index_to_the_first_use_that_needs_it(links_va
         assert built == ({k: set(v) for k, v in vault._in.items()}, {k: set(v) for k, v in vault._dependents.items()})
 
 
+def test_prepare_updates_builds_once_when_two_threads_ask_at_once(links_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI may ask for backlinks on its UI thread while its first lint prepares the vault for updates."""
+    import threading
+    import time
+
+    vault = Vault.load(links_vault)
+    built = []
+    real = Vault._build_reverse
+
+    def slow_build(self: Vault) -> None:
+        built.append(threading.get_ident())
+        time.sleep(0.05)  # both threads are inside prepare_updates by now
+        real(self)
+
+    monkeypatch.setattr(Vault, "_build_reverse", slow_build)
+    answers: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: answers.append(vault.incoming("Home.md"))) for _ in range(2)]
+    threads.append(threading.Thread(target=vault.prepare_updates))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1
+    assert answers[0] == answers[1] == Vault.load(links_vault).incoming("Home.md") != []
+
+
 def test_a_load_names_likely_targets_without_the_whole_alias_index(tmp_path: Path) -> None:
     """A load finds a broken link's likely target from a small index of the keys broken links ask for; the
     whole alias index waits for `prepare_updates`, and then equals the one built note by note."""
