@@ -8,6 +8,7 @@ of `Settings.public_view()`, which is what `/health` shows.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -226,8 +227,8 @@ def _float(name: str, value: str, low: float | None, high: float | None) -> floa
         number = float(value)
     except ValueError:
         raise ConfigError(f"{name}: expected a number, got {value!r}") from None
-    if number != number:  # NaN
-        raise ConfigError(f"{name}: expected a number, got {value!r}")
+    if not math.isfinite(number):  # NaN, inf: `LLM_TIMEOUT=inf` would remove the guard against a hung model
+        raise ConfigError(f"{name}: expected a finite number, got {value!r}")
     _check_range(name, number, low, high)
     return number
 

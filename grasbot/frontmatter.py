@@ -382,7 +382,16 @@ def _parse_yaml_libyaml(
     for key_node, value_node in node.value:
         value = key_node.value
         key = share(value) if isinstance(value, str) else str(value)
-        keys[key] = span_of(key_node)
+        span = span_of(key_node)
+        if key in keys:
+            # YAML wants unique keys (Obsidian refuses such properties); PyYAML keeps the last value and
+            # drops the other without a word: say so, where the second one is
+            result.problems.append(Problem(
+                path, span[0], span[1],
+                f"duplicate key `{key}` (also on line {keys[key][0]}): keys must be unique; the last one is "
+                "read and the other is lost, keep one", "duplicate-key",
+            ))
+        keys[key] = span
         cls = value_node.__class__
         if cls is sequence:
             spans = [span_of(item) for item in value_node.value]
@@ -595,6 +604,8 @@ def _fast_parts(
                 _KEY_CACHE.clear()
             known = _KEY_CACHE[key] = key
         key = known
+        if key in meta:
+            raise _NotSimple  # a duplicate key: libyaml's reader reports it with both places
         size = len(key)
         if positions:
             keys[key] = new(Span, (line_no, 1, line_no, size + 1))

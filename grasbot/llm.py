@@ -88,7 +88,8 @@ def map_error(error: BaseException) -> LLMError:
         return LLMTimeout("the language model did not answer in time")
     if isinstance(error, ollama.ResponseError):
         status = error.status_code if error.status_code and error.status_code > 0 else None
-        if status == 404 or "not found" in str(error.error).lower():
+        # (Ollama's own answer names the model; any other 404 is a wrong URL, not a missing model)
+        if "model" in str(error.error).lower() and (status == 404 or "not found" in str(error.error).lower()):
             return LLMModelNotFound(
                 "the configured model is not available on the language model server",
                 upstream_status=status,
@@ -320,6 +321,8 @@ class LLMClient:
             if isinstance(error, asyncio.CancelledError):
                 raise
             raise map_error(error) from None
+        if not response.done:
+            raise LLMResponseError("the language model server sent an unfinished reply (no final message)")
         gen = Generation(model=self.model)
         gen.raw = (response.message.content if response.message else "") or ""
         gen.text = strip_think(gen.raw)
@@ -339,6 +342,7 @@ class LLMClient:
         raw: list[str] = []
         visible: list[str] = []
         deadline = asyncio.get_running_loop().time() + self.timeout
+        finished = False
         try:
             async with asyncio.timeout_at(deadline):
                 stream = await self._client.chat(**self._request(messages, stream=True))
@@ -356,9 +360,12 @@ class LLMClient:
                         visible.append(text)
                         yield text
                     if part.done:
+                        finished = True
                         _absorb_final(result, part)
             finally:
                 await stream.aclose()
+            if not finished:  # the stream ended cleanly but early: what came is not the whole answer
+                raise LLMResponseError("the language model's stream ended before its final message")
             tail = think.finish()
             if tail:
                 visible.append(tail)

@@ -402,9 +402,14 @@ class Note:
     def is_private(self) -> bool:
         """No field means public (plain Obsidian vaults have none); any value but `public` is private:
         a typo such as `privte` must fail closed, never leak."""
-        value = self.meta.get("visibility")
+        meta = self.meta
+        value = meta.get("visibility")
         if value is None:
-            return False
+            if "visibility" in meta:
+                return True  # `visibility:` with no value: not public
+            # `Visibility: private` is not the field, but its author meant it: read it (fail closed)
+            values = [v for k, v in meta.items() if k.__class__ is str and k.strip().lower() == "visibility"]
+            return any(not (isinstance(v, str) and v.strip().lower() == "public") for v in values)
         return not (isinstance(value, str) and value.strip().lower() == "public")
 
     @property
@@ -453,11 +458,17 @@ class Note:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
 
 
-#: Problems after which the parsed frontmatter says nothing reliable about `visibility`.
-FRONTMATTER_UNREADABLE: frozenset[str] = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8"})
-# The lookahead holds its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
+#: Problems after which the parsed frontmatter says nothing reliable about `visibility` (a duplicate key:
+#: the value read is the last one, and an earlier `visibility: private` must not lose to it).
+FRONTMATTER_UNREADABLE: frozenset[str] = frozenset(
+    {"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "duplicate-key"}
+)
+# A `visibility` line, as a key (maybe quoted) or as a list item's key (`- visibility: private`), whose
+# value is not `public`. The lookahead holds its own blanks: with `\s*` before it, backtracking to zero
+# blanks made " public" a hint.
 _NON_PUBLIC_VISIBILITY_LINE = re.compile(
-    r"^[ \t]*visibility[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)", re.MULTILINE | re.IGNORECASE
+    r"^[ \t]*(?:-[ \t]+)?([\"']?)visibility\1[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)",
+    re.MULTILINE | re.IGNORECASE,
 )
 
 
@@ -471,8 +482,10 @@ def visible_to_visitors(note: Note) -> bool:
     if note.is_private:
         return False
     if any(problem.code in FRONTMATTER_UNREADABLE for problem in note.problems):
+        # the frontmatter's text, or the whole file when no frontmatter could be split from it (never
+        # closed, or closed by `...`): then a `visibility:` line anywhere keeps the note hidden
         text, body = note.text, note.body
-        head = text[: len(text) - len(body)] if body and text.endswith(body) else text
+        head = text[: len(text) - len(body)] if body and len(body) < len(text) and text.endswith(body) else text
         return not _NON_PUBLIC_VISIBILITY_LINE.search(head)
     return True
 

@@ -458,15 +458,29 @@ class Vault:
         _index_discard(self._stem_groups, name_key(note.stem), note.path)  # type: ignore[arg-type]
 
     def _id_for(self, note: Note) -> str:
+        """The note's slug when no other note claims it, else its file name when no other note claims
+        that, else its path without `.md`.
+
+        Only public notes claim: a private note takes its path, and does not count when a public note's
+        id is chosen, so that a private note can neither change a public note's id (its sources' URLs,
+        the links the prompt keeps) nor show by such a change that it exists."""
+        path = note.path
+        if note.is_private:
+            return path[:-3] if path.lower().endswith(".md") else path
         slug = self._slug_of(note)
-        if slug and len(self._slug_groups.get(slug, ())) == 1:
+        if slug and len(self._public(self._slug_groups.get(slug, ()))) == 1:
             return slug
         stem = note.stem
-        if len(self._stem_groups.get(name_key(stem), ())) == 1:
-            owners = self._slug_groups.get(stem)
-            if not owners or (len(owners) == 1 and note.path in owners):
+        if len(self._public(self._stem_groups.get(name_key(stem), ()))) == 1:
+            owners = self._public(self._slug_groups.get(stem, ()))
+            if not owners or (len(owners) == 1 and path in owners):
                 return stem
-        return note.path[:-3] if note.path.lower().endswith(".md") else note.path
+        return path[:-3] if path.lower().endswith(".md") else path
+
+    def _public(self, group: tuple[str, ...] | set[str]) -> tuple[str, ...] | set[str]:
+        """The public notes of an id group."""
+        notes = self.notes
+        return tuple(p for p in group if p in notes and not notes[p].is_private)
 
     def _assign_ids(self, paths: object) -> None:
         ids = self._ids

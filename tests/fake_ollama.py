@@ -44,6 +44,7 @@ class Script:
     empty: bool = False  # the model answers nothing
     think: str | None = None  # a <think> block the model emits before its answer
     drop: bool = False  # close the connection without answering
+    unfinished: bool = False  # end the reply cleanly but without its final `"done": true` message
     done_reason: str = "stop"
 
 
@@ -212,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
             "eval_count": len(_pieces(text)),
             "eval_duration": 800_000_000,
         }
+        if script.unfinished:
+            final = {**final, "done": False}
+            final.pop("done_reason")
         if body.get("stream", True) is False:
             self._json(200, {**final, "message": {"role": "assistant", "content": text}})
             return
@@ -228,7 +232,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chunk({"error": script.error_mid_stream})
                     self.wfile.write(b"0\r\n\r\n")
                     return
-            self._chunk({**final, "message": {"role": "assistant", "content": ""}})
+            if not script.unfinished:
+                self._chunk({**final, "message": {"role": "assistant", "content": ""}})
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -453,7 +453,8 @@ def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
     assert (defaults.ollama_url, defaults.llm_model, defaults.search_top_k) == ("http://localhost:11434", "qwen3:8b", 5)
     assert (defaults.llm_num_ctx, defaults.llm_num_predict, defaults.llm_temperature, defaults.llm_keep_alive) == (8192, 1024, 0.4, "30m")
     assert defaults.llm_think is False and defaults.ask_max_chars == 2000
-    for bad in ({"SEARCH_TOP_K": "cinq"}, {"LLM_TIMEOUT": "-1"}, {"OLLAMA_URL": "localhost:11434"}, {"LLM_THINK": "peut-être"}):
+    for bad in ({"SEARCH_TOP_K": "cinq"}, {"LLM_TIMEOUT": "-1"}, {"LLM_TIMEOUT": "inf"}, {"LLM_TIMEOUT": "nan"},
+                {"OLLAMA_URL": "localhost:11434"}, {"LLM_THINK": "peut-être"}):
         with pytest.raises(ConfigError) as info:
             Settings.from_env(environ=bad, env_file=None)
         assert next(iter(bad)) in str(info.value)

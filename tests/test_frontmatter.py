@@ -121,6 +121,19 @@ def test_bad_frontmatter_becomes_a_problem(text: str, code: str, line: int) -> N
     assert parsed.meta == {}
 
 
+@pytest.mark.parametrize("positions", [True, False])
+@pytest.mark.parametrize("text", [
+    "---\ntitle: Dup\ntags: [a]\nslug: d\ntags: [b]\n---\nbody\n",  # the fast path's subset
+    "---\ntitle: Dup\ntags: &t [a]\nslug: d\ntags: [b]\n---\nbody\n",  # libyaml's (an anchor)
+    "---\ntitle: Dup\ntags:\n  - a\nslug: d\ntags:\n  - b\n---\nbody\n",  # a block list, then the same key
+])
+def test_a_duplicate_key_is_a_problem_where_the_second_one_is(text: str, positions: bool) -> None:
+    parsed = parse_text(text, "dup.md", positions=positions)
+    assert [(p.code, p.line, p.column) for p in parsed.problems] == [("duplicate-key", 6 if "- b" in text else 5, 1)]
+    assert "`tags` (also on line 3)" in parsed.problems[0].message
+    assert parsed.meta == {"title": "Dup", "tags": ["b"], "slug": "d"}  # what PyYAML reads: the last one
+
+
 def test_yaml_error_keeps_the_body() -> None:
     parsed = parse_text("---\ntags: [a\n---\nBody [[x]]\n", "n.md")
     assert parsed.problems[0].code == "yaml-error"

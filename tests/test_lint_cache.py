@@ -81,6 +81,26 @@ def test_touched_but_identical_file_is_not_relinted(vault):
     assert mode == "unchanged" and diags == fresh_run(vault)
 
 
+def test_same_size_edit_with_the_old_modification_time_is_seen(vault):
+    """`touch -d`, `cp -p`, `rsync -t` and tar put the modification time back; the size may not move
+    either. The change time cannot be put back: the edit is still seen."""
+    cached_run(vault)
+    note = vault / "projets/push-swap.md"
+    before = note.stat()
+    text = note.read_text(encoding="utf-8")
+    # same length: drop as many characters from the end of the body as the edit added
+    edited = text.replace("\n---\n", "\nbroken: [\n---\n", 1)
+    edited = edited[: len(text)]
+    assert len(edited.encode("utf-8")) == before.st_size
+    note.write_text(edited, encoding="utf-8")
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (note.stat().st_mtime_ns, note.stat().st_size) == (before.st_mtime_ns, before.st_size)
+    mode, diags, _ = cached_run(vault)
+    assert mode != "unchanged"
+    assert diags == fresh_run(vault)
+    assert any(d.rule == "frontmatter-invalid" and d.path == "projets/push-swap.md" for d in diags)
+
+
 @pytest.mark.parametrize("change", ["heading", "alias", "visibility", "new-note", "removed-note", "taxonomy"])
 def test_changes_seen_by_other_notes_trigger_a_full_run(vault, change):
     cached_run(vault)

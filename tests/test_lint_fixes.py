@@ -168,6 +168,33 @@ def test_write_keeps_mode_and_refuses_a_file_changed_meanwhile(tmp_path):
     assert not [p for p in root.iterdir() if p.name.endswith(".vaulttools-tmp")]
 
 
+
+def test_fix_writes_through_a_symlink_and_never_splits_hard_links(tmp_path, capsys):
+    root = Path(shutil.copytree(NASTY, tmp_path / "v"))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    real = outside / "real.md"
+    plain = Path(shutil.copytree(NASTY, tmp_path / "plain"))  # the same vault without links: what --fix writes
+    assert _fix_cli(plain) == 0
+    expected = (plain / "quoted.md").read_bytes()
+    assert expected != (root / "quoted.md").read_bytes()
+    (root / "quoted.md").rename(real)
+    (root / "quoted.md").symlink_to(real)
+    twin = outside / "twin.md"
+    os.link(root / "comments.md", twin)
+    comments_before = twin.read_bytes()
+
+    assert main(["lint", str(root), "--no-cache", "--fix", "--exit-zero"]) == 0
+    err = capsys.readouterr().err
+    # the link is still a link, and the file it points to got the fix
+    assert (root / "quoted.md").is_symlink() and os.readlink(root / "quoted.md") == str(real)
+    assert real.read_bytes() == expected
+    assert not [p for p in outside.iterdir() if p.name.endswith(".vaulttools-tmp")]
+    # the hard-linked note is left alone, both names, and the reason is given
+    assert (root / "comments.md").read_bytes() == twin.read_bytes() == comments_before
+    assert os.stat(twin).st_nlink == 2
+    assert "comments.md: has 2 hard links" in err
+
 def test_stale_edit_is_skipped_not_misapplied():
     text = "---\ntags: [a, b]\n---\nbody\n"
     new, applied, skipped = apply_edits_to_text(text, [Edit("replace-item", "tags", index=1, old="c", new="x")])

@@ -240,6 +240,9 @@ _ODD: dict[str, list[object]] = {
     "visibility": ["public", "private", "Public", "PRIVATE", " public", "privé", "privte", "", 1, True, None, ["public"]],
     "slug": ["Été note", "E\u0301te\u0301 note", " Été note ", "été note", "autre", "", " ", 3, None, ["Été note"]],
     "vaulttools-ignore": [["broken-link"], ["brokn-link"], "all", ["all"], [3], None, [], "broken-link", True],
+    # not the field, but read as it (fail closed), and reported
+    "Visibility": ["public", "private", None],
+    " VISIBILITY": ["private"],
 }
 
 

@@ -139,6 +139,24 @@ def test_error_line_mid_stream(fake_ollama: FakeOllama) -> None:
 
 
 @pytest.mark.parametrize("streamed", [False, True])
+def test_a_reply_without_its_final_message_is_not_an_answer(fake_ollama: FakeOllama, streamed: bool) -> None:
+    fake_ollama.script(reply="une réponse coupée", unfinished=True)
+    with pytest.raises(LLMResponseError) as info:
+        run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")) if streamed else _chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    assert info.value.code == "llm_bad_response" and "final message" in info.value.message
+
+
+def test_a_404_that_is_not_ollama_is_not_a_missing_model() -> None:
+    import ollama
+
+    from grasbot.llm import map_error
+
+    error = map_error(ollama.ResponseError("404 page not found", 404))
+    assert type(error) is LLMResponseError and error.upstream_status == 404
+    assert isinstance(map_error(ollama.ResponseError("model 'x' not found", 404)), LLMModelNotFound)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
 def test_unreachable_server(streamed: bool) -> None:
     client = LLMClient(f"http://127.0.0.1:{closed_port()}", "qwen3:8b", connect_timeout=1.0)
     with pytest.raises(LLMUnavailable) as info:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from grasbot.notes import visible_to_visitors
 from grasbot.search import SearchConfig, SearchIndex
 from grasbot.vault import Vault
 
@@ -122,6 +123,41 @@ def test_broken_frontmatter_that_mentions_private_is_skipped(index: SearchIndex)
     assert index.search("Xylophonie-interne brouillon secret").hits == [] or all(
         h.id != "brouillon-cache" for h in index.search("Xylophonie-interne brouillon secret").hits
     )
+
+
+#: Frontmatters that say "private" in a way the parsed fields alone do not show; each hides the note.
+_HIDDEN_SHAPES = {
+    "never-closed": "---\ntitle: Carnet\nvisibility: private\n\n# Carnet\n\n{secret}\n",
+    "closed-by-dots": "---\ntitle: Carnet\nvisibility: private\n...\n\n{secret}\n",
+    "a-list": "---\n- visibility: private\n---\n\n{secret}\n",
+    "capital-key": "---\ntitle: Carnet\nVisibility: private\n---\n\n{secret}\n",
+    "quoted-key-broken-yaml": "---\ntitle: [Carnet\n\"visibility\": private\n---\n\n{secret}\n",
+    "private-then-public": "---\ntitle: Carnet\nvisibility: private\nvisibility: public\n---\n\n{secret}\n",
+    "public-then-private": "---\ntitle: Carnet\nvisibility: public\nvisibility: private\n---\n\n{secret}\n",
+    "empty-value": "---\ntitle: Carnet\nvisibility:\n---\n\n{secret}\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_HIDDEN_SHAPES))
+def test_every_way_of_saying_private_hides_the_note(tmp_path: Path, shape: str) -> None:
+    secret = "Quokka-7731 carnet intime"
+    (tmp_path / "carnet.md").write_text(_HIDDEN_SHAPES[shape].format(secret=secret), encoding="utf-8")
+    (tmp_path / "public.md").write_text("---\ntitle: Ouvert\n---\n\nUn carnet ouvert.\n", encoding="utf-8")
+    vault = Vault.load(tmp_path)
+    assert not visible_to_visitors(vault.notes["carnet.md"])
+    index = SearchIndex.build(vault)
+    assert index.ids == ["public"]
+    assert all(h.id != "carnet" for h in index.search("Quokka-7731 carnet intime", top_k=10).hits)
+
+
+@pytest.mark.parametrize("text", [
+    "---\ntitle: Ouvert\nvisibility: public\n\nnever closed\n",
+    "---\ntitle: Ouvert\nVisibility: Public\n---\n",
+    "---\ntitle: Ouvert\ntags: [a]\ntags: [b]\nvisibility: public\n---\n",
+])
+def test_public_notes_with_odd_frontmatter_stay_public(tmp_path: Path, text: str) -> None:
+    (tmp_path / "ouvert.md").write_text(text, encoding="utf-8")
+    assert visible_to_visitors(Vault.load(tmp_path).notes["ouvert.md"])
 
 
 def test_note_without_frontmatter_is_a_normal_note(index: SearchIndex) -> None:

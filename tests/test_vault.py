@@ -136,6 +136,31 @@ def test_ids() -> None:
     assert vault.note_by_id("shared") is None
 
 
+def test_private_notes_never_change_a_public_note_id(tmp_path: Path) -> None:
+    (tmp_path / "Competences").mkdir()
+    (tmp_path / "Competences/python.md").write_text("---\nslug: python\n---\n[[rust]]\n", encoding="utf-8")
+    (tmp_path / "rust.md").write_text("---\ntitle: Rust\n---\n", encoding="utf-8")
+    # a private note with the public one's slug, one whose slug is the other's file name, one with its file name
+    (tmp_path / "perso.md").write_text("---\nslug: python\nvisibility: private\n---\n", encoding="utf-8")
+    (tmp_path / "brouillon.md").write_text("---\nslug: rust\nvisibility: private\n---\n", encoding="utf-8")
+    (tmp_path / "Archive").mkdir()
+    (tmp_path / "Archive/rust.md").write_text("---\nvisibility: private\n---\n", encoding="utf-8")
+    vault = Vault.load(tmp_path)
+    ids = {path: note.id for path, note in vault.notes.items()}
+    assert ids["Competences/python.md"] == "python" and ids["rust.md"] == "rust"
+    assert ids["perso.md"] == "perso" and ids["brouillon.md"] == "brouillon" and ids["Archive/rust.md"] == "Archive/rust"
+    assert len(set(ids.values())) == len(ids)
+    # the private note made public: now it claims the slug, both fall back; private again: back as before
+    perso = tmp_path / "perso.md"
+    perso.write_text("---\nslug: python\n---\n", encoding="utf-8")
+    vault.update_file(perso)
+    assert vault.notes["Competences/python.md"].id == "Competences/python" and vault.notes["perso.md"].id == "perso"
+    perso.write_text("---\nslug: python\nvisibility: private\n---\n", encoding="utf-8")
+    vault.update_file(perso)
+    assert vault.notes["Competences/python.md"].id == "python"
+    assert {path: note.id for path, note in vault.notes.items()} == ids
+
+
 def test_bad_files_become_problems_and_the_rest_loads() -> None:
     vault = Vault.load(FIXTURES / "broken")
     codes = {path: [p.code for p in note.problems] for path, note in vault.notes.items()}

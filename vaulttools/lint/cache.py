@@ -8,7 +8,10 @@ committed):
   and vocabulary rules, are reused by a full run for every note whose digest is unchanged), how many are
   errors, warnings and fixable, and its *exports*: what other notes' findings depend on (headings, block
   ids, slug, aliases, visibility);
-- *per file* of the vault folder: modification time and size (checked before any content is read or hashed);
+- *per file* of the vault folder: modification time, change time and size (checked before any content is read
+  or hashed; when they differ the content digest decides). The change time is there because the other two can
+  be put back: a same-size edit followed by `touch -d`, `cp -p`, `rsync -t` or a tar extraction restores the
+  old modification time, but every write sets the change time to now, and no tool can set it back;
 - *the last report*, one UTF-8 string per note with findings, in the format and from the folder it was printed in:
   a second run prints it again without rebuilding 35k findings (`LintCache.report`).
 
@@ -65,7 +68,7 @@ DELTA_MAX = 500
 #: First bytes of the cache file; a file without them (damaged, another program's) is ignored and rewritten.
 _MAGIC = b"vaulttools-lint-cache\n"
 #: Bump when the stored layout changes (part of the key: an older cache is ignored, then rewritten).
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 
 
 def cache_dir(root: Path) -> Path:
@@ -118,10 +121,10 @@ def exports(note: Note) -> tuple:
     )
 
 
-def _walk(root: Path) -> dict[str, tuple[int, int]]:
-    """(mtime_ns, size) of every file under `root` whose path has no hidden part: a superset of the notes and
+def _walk(root: Path) -> dict[str, tuple[int, int, int]]:
+    """`_stat_sig` of every file under `root` whose path has no hidden part: a superset of the notes and
     attachments the vault loader reads, so any change it could see changes this."""
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple[int, int, int]] = {}
     stack = [("", str(root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
@@ -140,7 +143,7 @@ def _walk(root: Path) -> dict[str, tuple[int, int]]:
                     stack.append((rel, entry.path))
                 else:
                     st = entry.stat()
-                    out[rel] = (st.st_mtime_ns, st.st_size)
+                    out[rel] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns)
             except OSError:
                 continue
     return out
@@ -732,6 +735,7 @@ def _read_only(root: Path) -> bool:
         return True
 
 
-def _stat_sig(path: Path) -> tuple[int, int]:
+def _stat_sig(path: Path) -> tuple[int, int, int]:
+    """(mtime_ns, size, ctime_ns): see the module's docstring for why the change time is part of it."""
     st = os.stat(path)
-    return (st.st_mtime_ns, st.st_size)
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns)

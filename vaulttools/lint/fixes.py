@@ -54,6 +54,10 @@ class FileChangedError(Exception):
     """The file changed on disk between the moment it was read and the moment the fix would replace it."""
 
 
+class FileNotWritableError(Exception):
+    """The fix cannot be written without a loss elsewhere (a file with several hard links)."""
+
+
 def digest_bytes(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
@@ -498,12 +502,22 @@ def fix_bytes(path: str, raw: bytes, diagnostics: Sequence[Diagnostic]) -> FileF
 def write_fixed(root: Path, fix: FileFix) -> None:
     """Replace the file with `fix.fixed`, atomically, only if it still holds `fix.original`.
 
+    A note that is a symbolic link is written where the link points (the link stays a link). A file with
+    several hard links is not written: a rename gives it a new inode, so the other names would keep the old
+    content without a word; raises FileNotWritableError saying so.
+
     Raises FileChangedError when the file changed since it was read (an editor saved meanwhile).
     """
-    target = root / fix.path
+    target = Path(os.path.realpath(root / fix.path))
     if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
         raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
-    mode = os.stat(target).st_mode & 0o7777
+    st = os.stat(target)
+    if st.st_nlink > 1:
+        raise FileNotWritableError(
+            f"{fix.path}: has {st.st_nlink} hard links; an atomic rewrite would leave the other names with the "
+            "old content, so it is not fixed (apply the diff of --diff by hand)"
+        )
+    mode = st.st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".vaulttools-tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

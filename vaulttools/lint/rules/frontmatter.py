@@ -66,6 +66,8 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
                 ctx, note, _point(problem.line, problem.column), "frontmatter-invalid",
                 f"{problem.message}; fix the frontmatter so the note's fields are read",
             )
+        elif problem.code == "duplicate-key":  # invalid YAML too, but the fields are read: the other rules run
+            yield make(ctx, note, _point(problem.line, problem.column), "frontmatter-invalid", problem.message)
     meta = note.meta
     if not note.has_frontmatter or not isinstance(meta, dict):
         yield from _missing(note, ctx)
@@ -151,8 +153,21 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
 
 
 def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    value = note.meta.get("visibility")
-    if value is None or not isinstance(value, str):
+    meta = note.meta
+    if "visibility" not in meta:
+        for key in meta:
+            if key.__class__ is str and key != "visibility" and key.strip().lower() == "visibility":
+                yield make(ctx, note, key_span(note, key), "visibility-value",
+                           f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
+                           f"it as one so that a private note never leaks; rename the key to `visibility`")
+        return
+    value = meta["visibility"]
+    if value is None:
+        yield make(ctx, note, key_span(note, "visibility"), "visibility-value",
+                   "`visibility` has no value: the note is treated as private and the bot will not use it; "
+                   "write `public` or `private`")
+        return
+    if not isinstance(value, str):
         return
     vocabulary = ctx.taxonomy.vocabularies.get("visibility") if ctx.taxonomy is not None else None
     allowed = tuple(vocabulary.values) if vocabulary and vocabulary.values else DEFAULT_VISIBILITY

@@ -11,10 +11,10 @@ False the real checks run; when it says True they would have found nothing.
 real corpora and a synthetic vault (with and without their taxonomy), a "clean" is checked against the
 checks themselves; so it is on made-up notes that put each field, one at a time, on every side of every
 condition of the note checks (listed values and near misses, counts at and past their bounds, text where a
-number is expected, today and tomorrow, NFC and NFD slugs...) and, with hypothesis, on random mixes of them;
-and a digest of the note checks' source fails the suite whenever one of them is edited, until this module
-has been checked against the edit. A new note check turns the quick test off until it is added here:
-`applies` compares `checks()` with the three functions this module was written for.
+number is expected, today and tomorrow, NFC and NFD slugs...) and, with hypothesis, on random mixes of them.
+A condition added to a note check must be added here too (and a case to those tests). A new note check
+turns the quick test off until it is added here: `applies` compares `checks()` with the three functions this
+module was written for.
 """
 
 from __future__ import annotations
@@ -145,9 +145,11 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
             return False
         if memo.priority is not None and not memo.priority.allows(priority):
             return False
-    visibility = meta.get("visibility")
-    if visibility is not None and visibility not in memo.visibility:
-        return False
+    if "visibility" in meta:
+        if meta["visibility"] not in memo.visibility:
+            return False  # also `visibility:` with no value
+    elif any(key.__class__ is str and key.strip().lower() == "visibility" for key in meta):
+        return False  # `Visibility:`
     updated = meta.get("updated")
     if updated is not None:
         if updated.__class__ is _dt.date:
