@@ -43,7 +43,7 @@ from grasbot.config import Settings, redact_url
 from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.memory import ConversationMemory, Turn
 from grasbot.notes import Note
-from grasbot.observability import Observability, is_trace_id, retrieval_relevance
+from grasbot.observability import Observability, follow_uvicorn_logging, is_trace_id, retrieval_relevance
 from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
@@ -51,7 +51,7 @@ from grasbot.vault import Vault
 log = logging.getLogger("grasbot.api")
 
 SOURCE_URLS: dict[str, str] = {"projet": "/portfolio/{slug}", "competence": "/competences/{slug}"}
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")  # always fullmatch: `$` would let a final "\n" in
 # Characters removed from questions besides Cc controls: format characters (zero-width, bidi overrides),
 # surrogates and private-use code points have no place in a question and can hide text from a reader.
 _DROPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co"}
@@ -97,7 +97,7 @@ def _check_question(raw: str | None, max_chars: int) -> str:
 def _check_id(name: str, value: str | None) -> str | None:
     if value is None or value == "":
         return None
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise ApiError(
             422, f"invalid_{name}", f"`{name}` must be 1 to 200 characters among letters, digits and . _ : @ -"
         )
@@ -586,6 +586,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     The vault is read here, so a missing or unreadable vault fails at start-up, not at the first question.
     """
+    follow_uvicorn_logging()  # before anything logs; a no-op under `grasbot serve` and in tests
     settings = settings or Settings.from_env()
     root = Path(vault_dir) if vault_dir is not None else settings.vault_dir
     service = Service(settings, root)
@@ -631,6 +632,12 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            # FastAPI's answer to a body it could not decode (not UTF-8, nested too deep...): a malformed
+            # body like any other, so the same 422 `invalid_request`; the decoder's text is not echoed.
+            utf8 = isinstance(exc.__cause__, UnicodeDecodeError)
+            msg = "the body is not valid UTF-8" if utf8 else "the body could not be parsed as JSON"
+            return _error(422, "invalid_request", "the request does not match the API", detail=[{"loc": ["body"], "msg": msg}])
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         response = _error(exc.status_code, code, str(exc.detail))
         if exc.headers:

@@ -27,7 +27,7 @@ ENV_VARIABLES: dict[str, str] = {
     "SEARCH_MIN_SCORE": "grounded threshold (default: the engine's calibrated value)",
     "SEARCH_SECONDARY_MAX_CHARS": "secondary notes are cut to this many characters (default 1500)",
     "SEARCH_SECONDARY_KEEP_RATIO": "a secondary note scoring at least ratio x the first stays whole (default 0.8)",
-    "GRASBOT_RELOAD_TOKEN": "when set, POST /reload-vault needs `Authorization: Bearer <token>`",
+    "GRASBOT_RELOAD_TOKEN": "when set, POST /reload-vault needs `Authorization: Bearer <token>`; set but blank is an error",
     "LANGFUSE_PUBLIC_KEY": "Langfuse public key (tracing is off unless the three Langfuse variables are set)",
     "LANGFUSE_SECRET_KEY": "Langfuse secret key",
     "LANGFUSE_BASE_URL": "Langfuse server URL (LANGFUSE_HOST is accepted as a fallback)",
@@ -88,6 +88,11 @@ class Settings:
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
 
+    def __post_init__(self) -> None:
+        # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
+        if self.reload_token is not None and not self.reload_token.strip():
+            raise ConfigError(_BLANK_TOKEN)
+
     # -- loading ------------------------------------------------------------------------------------
     @classmethod
     def from_env(
@@ -127,7 +132,7 @@ class Settings:
             kwargs["search_secondary_max_chars"] = _int("SEARCH_SECONDARY_MAX_CHARS", v, 100, None)
         if (v := get("SEARCH_SECONDARY_KEEP_RATIO")) is not None:
             kwargs["search_secondary_keep_ratio"] = _float("SEARCH_SECONDARY_KEEP_RATIO", v, 0.0, 1.0)
-        kwargs["reload_token"] = get("GRASBOT_RELOAD_TOKEN")
+        kwargs["reload_token"] = _reload_token(env.get("GRASBOT_RELOAD_TOKEN"))
         kwargs["langfuse_public_key"] = get("LANGFUSE_PUBLIC_KEY")
         kwargs["langfuse_secret_key"] = get("LANGFUSE_SECRET_KEY")
         base = get("LANGFUSE_BASE_URL") or get("LANGFUSE_HOST")
@@ -195,6 +200,21 @@ class Settings:
         view["reload_token_set"] = self.reload_token is not None
         view["langfuse_enabled"] = self.langfuse_enabled
         return view
+
+
+_BLANK_TOKEN = (
+    "GRASBOT_RELOAD_TOKEN: is set but empty (a failed `$(...)`?); give it a token, or unset it to leave "
+    "POST /reload-vault without authentication"
+)
+
+
+def _reload_token(value: str | None) -> str | None:
+    """Absent: no authentication (documented). Set but blank: refused, never read as "no token"."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise ConfigError(_BLANK_TOKEN)
+    return value.strip()
 
 
 def redact_url(url: str) -> str:

@@ -328,7 +328,14 @@ def _parse_yaml_libyaml(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         offset = fm_offset + (mark.index if mark is not None else 0)
-        result.problems.append(_problem(path, index, offset, _yaml_message(exc), "yaml-error"))
+        message = _yaml_message(exc)
+        opened = exc.context_mark
+        if opened is not None and mark is not None and opened.index < mark.index:
+            # libyaml stops where it gave up (often the next key, or the closing `---`); the mistake is
+            # usually where the construct it was reading began: an unclosed quote or bracket
+            line, column = index.position(fm_offset + opened.index)
+            message += f" (what it was reading starts at line {line}, column {column})"
+        result.problems.append(_problem(path, index, offset, message, "yaml-error"))
         return
     except yaml.YAMLError as exc:  # reader errors (control characters) carry a position too
         pos = getattr(exc, "position", 0) or 0
@@ -814,6 +821,8 @@ def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
     first bad byte.
     """
     if raw.find(b"\x00", 0, _SNIFF) != -1:  # (not `in raw[:_SNIFF]`: no copy)
+        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # Windows editors' "Unicode": readable, in the wrong encoding
+            return None, [Problem(path, 1, 1, "UTF-16 encoded (a byte order mark FF FE or FE FF): save it as UTF-8", "binary")]
         return None, [Problem(path, 1, 1, "binary file with a .md name (contains NUL bytes)", "binary")]
     try:
         text = raw.decode("utf-8")

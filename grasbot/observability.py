@@ -30,12 +30,32 @@ log = logging.getLogger("grasbot.observability")
 #: Relevance is the best retrieval score over this, capped at 1 (the seed's calibration).
 RELEVANCE_SCALE = 15.0
 
-_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would accept a final newline
 
 
 def is_trace_id(value: str) -> bool:
     """Langfuse / W3C trace ids are 32 lowercase hex characters."""
-    return bool(_TRACE_ID.match(value))
+    return _TRACE_ID.fullmatch(value) is not None
+
+
+def follow_uvicorn_logging() -> None:
+    """Under plain `uvicorn --factory grasbot.api:create_app`, send GrasBot's log lines where uvicorn's go.
+
+    Without it the `grasbot` loggers have no handler and no level: their INFO lines are lost and warnings
+    reach stderr bare, through Python's last-resort handler. Only when nothing else set them up: `grasbot
+    serve` configures them itself (`grasbot.cli.log_config`), a `--log-config` file may, and an application
+    that gave the root logger a handler gets the records by propagation. Records keep their privacy rules:
+    GrasBot never logs note content, at any level.
+    """
+    ours = logging.getLogger("grasbot")
+    server = logging.getLogger("uvicorn")
+    if ours.handlers or logging.getLogger().handlers or not server.handlers:
+        return
+    for handler in server.handlers:
+        ours.addHandler(handler)
+    if ours.level == logging.NOTSET:
+        ours.setLevel(logging.getLogger("uvicorn.error").getEffectiveLevel())
+    ours.propagate = False  # one line per record, whatever is added to the root later
 
 
 def retrieval_relevance(max_score: float) -> float:

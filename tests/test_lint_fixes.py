@@ -241,3 +241,57 @@ def test_fix_on_copies_of_the_real_vaults(tmp_path, name):
         assert changed == []
     assert _fix_cli(root) == 0
     assert {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()} == after
+
+
+def test_fix_with_a_relative_vault_path_reports_what_is_left(tmp_path, monkeypatch, capsys):
+    """Adjacent duplicates are fixed over two passes: nothing is said to be left, nothing stale is shown."""
+    (tmp_path / "v").mkdir()
+    note = tmp_path / "v" / "n.md"
+    note.write_bytes(b'---\r\ntitle: A\r\ntags: ["#Rust", rust, Rust]\r\n---\r\nx\r\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "v", "--no-cache", "--fix"]) == 0
+    out, err = capsys.readouterr()
+    assert note.read_bytes() == b'---\r\ntitle: A\r\ntags: ["rust"]\r\n---\r\nx\r\n'
+    assert "not fixed" not in err and "Fixed 5 findings in 1 file." in err
+    assert "All good" in out and "#Rust" not in out
+
+
+def test_fix_and_diff_together_is_a_usage_error(tmp_path, capsys):
+    root = Path(shutil.copytree(NASTY, tmp_path / "v"))
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert main(["lint", str(root), "--no-cache", "--fix", "--diff"]) == 2
+    assert "--fix and --diff" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_messages_show_what_the_fix_writes_and_block_scalars_get_no_fix(tmp_path, capsys):
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "a.md").write_text(
+        '---\ntitle: A\naliases: a, b, c\ntags: "#One"\nanswers: |\n  Qui ?\n  Quoi ?\n---\nx\n', encoding="utf-8")
+    main(["lint", str(tmp_path / "v"), "--no-cache", "--exit-zero", "--format", "json"])
+    import json
+
+    findings = {(f["rule"], f["message"].split(":")[0]): f for f in json.loads(capsys.readouterr().out)["diagnostics"]}
+    aliases = findings[("field-type", "`aliases` is a string but must be a list")]
+    assert 'write `aliases: ["a, b, c"]` (one item' in aliases["message"]
+    tags = findings[("field-type", "`tags` is a string but must be a list")]
+    assert 'write `tags: ["#One"]`' in tags["message"]  # valid YAML, as the fix writes it
+    answers = findings[("field-type", "`answers` is a string but must be a list")]
+    assert answers["fix"] is None and "\n" not in answers["message"] and "Qui ?\\nQuoi ?" in answers["message"]
+    assert main(["lint", str(tmp_path / "v"), "--no-cache", "--diff"]) == 1
+    diff = capsys.readouterr().out
+    assert '+aliases: ["a, b, c"]' in diff and '+tags: ["one"]' in diff and "+answers" not in diff
+
+
+def test_diff_of_a_name_with_a_space_applies_with_patch(tmp_path, capsys):
+    import subprocess
+
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "Une note.md").write_text("---\ntitle: A\naliases: x\n---\nx\n", encoding="utf-8")
+    main(["lint", str(tmp_path / "v"), "--no-cache", "--diff"])
+    diff = capsys.readouterr().out
+    assert diff.startswith("--- a/Une note.md\t\n+++ b/Une note.md\t\n")
+    if shutil.which("patch") is None:
+        pytest.skip("GNU patch is not installed")
+    subprocess.run(["patch", "-p1", "--quiet"], input=diff.encode(), cwd=tmp_path / "v", check=True)
+    assert (tmp_path / "v" / "Une note.md").read_text(encoding="utf-8") == "---\ntitle: A\naliases: [x]\n---\nx\n"

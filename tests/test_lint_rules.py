@@ -325,3 +325,46 @@ def test_link_problems_are_exactly_the_resolutions_the_link_rules_need():
                 r for r in every if r.status is not LinkStatus.OK or r.target_path in private
             ], path
     assert {"broken-link", "broken-anchor", "ambiguous-link", "private-link"} <= {d.rule for d in run(TAXO_VAULT).diagnostics}
+
+
+def _vault_of(tmp_path: Path, files: dict[str, bytes | str]) -> Path:
+    root = tmp_path / "v"
+    root.mkdir()
+    for name, content in files.items():
+        (root / name).write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return root
+
+
+def test_messages_say_where_and_what(tmp_path):
+    root = _vault_of(tmp_path, {
+        "TAXONOMIE.md": "# Taxonomie\n\nLes champs obligatoires : `slug`.\n",
+        "s1.md": "---\ntitle: a\nslug: S1\n---\n",  # differs in case only
+        "utf8-body.md": b"---\ntitle: ok\ntags: ['#X']\n---\nbody caf\xe9\n",
+        "utf8-head.md": b"---\ntitle: caf\xe9\ntags: ['#X']\n---\nbody\n",
+        "utf16.md": "---\ntitle: x\n---\n".encode("utf-16"),
+        "quote.md": '---\ntitle: "abc\ntype: x\nslug: quote\n---\nbody\n',
+        "dup.md": "---\ntitle: a\nslug: dup\ntags: [a]\ntags: [b]\n---\n",
+        "Caf\u0065\u0301.md": "---\ntitle: a\n---\n",  # a decomposed file name, as macOS writes it
+    })
+    result = run(root)
+    line, col, message = one(result, "s1.md", "slug-mismatch")
+    assert "in case only: links resolve" in message and "will not resolve" not in message
+    # bad bytes in the body: the field rules still run; in the frontmatter: they do not
+    assert "in the body: save the file as UTF-8" in one(result, "utf8-body.md", "frontmatter-invalid")[2]
+    assert found(result, "utf8-body.md", "tag-format")
+    assert "in the frontmatter" in one(result, "utf8-head.md", "frontmatter-invalid")[2]
+    assert not found(result, "utf8-head.md", "tag-format")
+    assert one(result, "utf16.md", "frontmatter-invalid")[2].startswith("UTF-16 encoded")
+    line, col, message = one(result, "quote.md", "frontmatter-invalid")
+    assert (line, col) == (5, 1) and "starts at line 2, column 8" in message
+    assert one(result, "dup.md", "frontmatter-invalid")[:2] == (5, 1)
+    # the slug the fix inserts is the NFC form of the file name
+    diag = next(d for d in result.diagnostics if d.rule == "field-missing" and d.path.startswith("Caf"))
+    assert diag.fix is not None and diag.fix.edits[0].new == "Caf\u00e9"
+
+
+def test_a_taxonomy_with_no_section_says_so(tmp_path):
+    root = _vault_of(tmp_path, {"TAXONOMIE.md": "just some text\n", "a.md": "---\ntitle: a\ndomains: [zzz]\n---\n"})
+    result = run(root)
+    assert any("no list, count or range section found" in n for n in result.notices)
+    assert not any("no list" in n for n in run(TAXO_VAULT).notices)

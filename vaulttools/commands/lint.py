@@ -58,6 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     from vaulttools.lint.config import ConfigError, load_config, parse_rule_list
     from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
 
+    if args.fix and args.diff:
+        raise CliError("--fix and --diff go one at a time: --diff shows what --fix would write, and writes nothing")
     root = vault_path(args)
     try:
         config = load_config(root).with_options(
@@ -121,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
               f"file{'s' if len(written) != 1 else ''}.", file=sys.stderr)
         if written:  # report what is left, from the files as they are now
             for f in written:
-                vault.update_file(root / f.path)
+                vault.update_file(f.path)  # (vault-relative: `root` may be a relative path)
             result = lint_vault(vault, taxonomy, config)
 
     color = args.format == "text" and not args.output and sys.stdout.isatty()

@@ -218,6 +218,9 @@ def lint_vault(
     flags: dict[str, bool] = {}
     diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices, flags)
     notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
+    if taxonomy is not None and not (taxonomy.vocabularies or taxonomy.counts or taxonomy.ranges or taxonomy.required):
+        # (a file of prose, or sections under other titles: silence would read as "all values allowed")
+        notices.append(f"{taxonomy.path}: no list, count or range section found: only the structural rules ran")
     return LintResult(
         root=Path(vault.root),
         notes=len(paths),
@@ -303,6 +306,18 @@ def apply_fixes(
             result.skipped += step.skipped
             current = step.fixed
         result.fixed = current
+        if result.skipped and current != raw:
+            # A later pass may have fixed what an earlier one left (adjacent duplicates go one at a time):
+            # report as skipped only what the final text still has, once, where it now is.
+            note = read_note(path, current)
+            suppressed = suppressed_rules(note)
+            left = {(d.rule, d.message): d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)}
+            still: dict[tuple[str, str], tuple[Diagnostic, str]] = {}
+            for diag, reason in result.skipped:
+                now = left.get((diag.rule, diag.message))
+                if now is not None:
+                    still.setdefault((diag.rule, diag.message), (now, reason))
+            result.skipped = list(still.values())
         if write and result.changed:
             try:
                 write_fixed(root, result)

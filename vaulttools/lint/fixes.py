@@ -541,7 +541,9 @@ def unified_diff(path: str, before: bytes, after: bytes) -> str:
     """A unified diff of one file, as `git diff` would show it (`a/path`, `b/path`)."""
     a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
     b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
-    lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}"))
+    # A name with a space ends with a tab, as git writes it: GNU patch reads a name up to a tab or blank.
+    end = "\t" if " " in path else ""
+    lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}{end}", tofile=f"b/{path}{end}"))
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")

@@ -35,9 +35,12 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule(
         "frontmatter-invalid", "frontmatter", ERROR,
-        "The file cannot be read as a note: YAML error, no closing `---`, not a mapping, not UTF-8, binary.",
+        "The file cannot be read as a note: YAML error, no closing `---`, not a mapping, a key written twice, "
+        "not UTF-8, UTF-16, binary.",
         "A note whose frontmatter does not parse loses every signal (aliases, answers, domains): retrieval "
-        "skips or degrades it.",
+        "skips or degrades it. A key written twice keeps only its last value (Obsidian refuses such properties); "
+        "a `visibility` written twice or in a frontmatter that does not parse hides the note unless every "
+        "`visibility` line says `public`.",
         "---\ntitle: Push swap\naliases: [push swap\n---", None,
     ),
     Rule(
@@ -68,8 +71,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "visibility-value", "frontmatter", ERROR,
-        "`visibility` is neither `public` nor `private` (or the values the taxonomy lists).",
-        "An unknown value is treated as private (fail closed): the note silently disappears from the bot.",
+        "`visibility` is neither `public` nor `private` (or the values the taxonomy lists), has no value, or "
+        "is written `Visibility` (keys are case-sensitive).",
+        "An unknown or empty value is treated as private (fail closed): the note silently disappears from the "
+        "bot. A `Visibility:` key is read as the field all the same, so that a private note never leaks.",
         "visibility: Public", "When the value differs from a known one only by case or spaces: write it.",
         "visibility: public",
     ),

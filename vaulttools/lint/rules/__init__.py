@@ -31,6 +31,8 @@ __all__ = [
     "fold",
     "did_you_mean",
     "value_span",
+    "line_text",
+    "is_block_scalar",
     "item_span",
     "key_span",
     "make",
@@ -288,7 +290,7 @@ class LintContext:
 # -- positions ---------------------------------------------------------------------------------------
 
 
-def _line_text(note: Note, line: int) -> str:
+def line_text(note: Note, line: int) -> str:
     """The text of 1-based `line` of the note (no newline)."""
     text = note.text
     start = 0
@@ -331,7 +333,7 @@ def value_span(note: Note, key: str) -> Span:
     span = _engine_key(note, key)
     if span is None:
         return frontmatter_start(note)
-    line = _line_text(note, span.end_line)
+    line = line_text(note, span.end_line)
     i = span.end_column - 1
     # skip the closing quote of a quoted key, the colon and blanks
     while i < len(line) and line[i] in "\"' \t:":
@@ -368,6 +370,13 @@ def item_span(note: Note, key: str, index: int) -> Span:
     return key_span(note, key)
 
 
+def is_block_scalar(note: Note, key: str) -> bool:
+    """Whether the value of `key` is written as a block scalar (`key: |`, `key: >-`): the fixes edit values
+    written on their key's line only, so a rule offers no fix for one."""
+    span = value_span(note, key)
+    return line_text(note, span.line)[span.column - 1 : span.column] in ("|", ">")
+
+
 def raw_items(note: Note, key: str) -> list[Any]:
     """The items of a list field as written (a lone scalar counts as one item), non-strings included."""
     value = note.meta.get(key)
@@ -388,6 +397,8 @@ def make(
     severity: Severity | None = None,
 ) -> Diagnostic:
     line, column, end_line, end_column = span
+    if "\n" in message or "\r" in message:  # a value quoted from a block scalar: one finding stays one line
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
     return new_diagnostic((note.path, line, column, end_line, end_column, rule, ctx.severity(rule, severity), message, fix))
 
 

@@ -5,11 +5,13 @@ there, `visibility` and `updated` hold sensible values, list items are not repea
 from __future__ import annotations
 
 import datetime as _dt
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
 from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
+from vaulttools.lint.fixes import render_scalar
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
     LintContext,
@@ -17,6 +19,7 @@ from vaulttools.lint.rules import (
     fold,
     frontmatter_start,
     item_span,
+    is_block_scalar,
     key_span,
     make,
     raw_items,
@@ -62,10 +65,14 @@ def _fold_item(name: str, value: str) -> str:
 def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     for problem in note.problems:
         if problem.code in INVALID_CODES:
-            yield make(
-                ctx, note, _point(problem.line, problem.column), "frontmatter-invalid",
-                f"{problem.message}; fix the frontmatter so the note's fields are read",
-            )
+            if problem.code == "not-utf8":
+                where = "in the frontmatter" if fields_unreadable(note) else "in the body"
+                message = f"{problem.message} {where}: save the file as UTF-8 (the bad bytes read as �)"
+            elif problem.code in ("binary", "unreadable"):
+                message = f"{problem.message}; the note cannot be read"
+            else:
+                message = f"{problem.message}; fix the frontmatter so the note's fields are read"
+            yield make(ctx, note, _point(problem.line, problem.column), "frontmatter-invalid", message)
         elif problem.code == "duplicate-key":  # invalid YAML too, but the fields are read: the other rules run
             yield make(ctx, note, _point(problem.line, problem.column), "frontmatter-invalid", problem.message)
     meta = note.meta
@@ -80,6 +87,16 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     yield from _suppressions(note, ctx)
 
 
+def fields_unreadable(note: Note) -> bool:
+    """Whether a problem keeps the note's fields from being read: a broken frontmatter, or bytes that are
+    not UTF-8 inside it (in the body they leave the fields as written, and the field rules run)."""
+    for problem in note.problems:
+        if problem.code in INVALID_CODES:
+            if problem.code != "not-utf8" or not note.has_frontmatter or problem.line < note.body_line:
+                return True
+    return False
+
+
 def _point(line: int, column: int) -> Any:
     from grasbot.notes import Span
 
@@ -90,18 +107,20 @@ def _missing(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     taxonomy = ctx.taxonomy
     if taxonomy is None or not taxonomy.required:
         return
-    if any(p.code in INVALID_CODES for p in note.problems):
+    if fields_unreadable(note):
         return  # unreadable: every field would look missing
     for name in taxonomy.required:
         value = note.meta.get(name)
         if value not in (None, "", []):
             continue
         fix = None
+        # (NFC: a name from macOS comes decomposed, and a slug ends up in URLs and sources)
+        stem = unicodedata.normalize("NFC", note.stem)
         if name == "slug" and note.key_positions and name not in note.meta:
             after = "title" if "title" in note.meta else None
-            fix = Fix(f"insert `slug: {note.stem}`", (Edit("insert-key", "slug", new=note.stem, after=after),))
+            fix = Fix(f"insert `slug: {stem}`", (Edit("insert-key", "slug", new=stem, after=after),))
         where = key_span(note, name) if name in note.meta else frontmatter_start(note)
-        hint = f"add `slug: {note.stem}` (the file name)" if name == "slug" else f"add `{name}:`"
+        hint = f"add `slug: {stem}` (the file name)" if name == "slug" else f"add `{name}:`"
         yield make(ctx, note, where, "field-missing",
                    f"required field `{name}` is missing (TAXONOMIE.md requires it): {hint}", fix)
 
@@ -117,10 +136,13 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
         if isinstance(value, str):
             if not value.strip():
                 continue
-            fix = Fix(f"wrap the value of `{name}` in a list", (Edit("to-list", name, old=value),))
+            # (a block scalar, `|` or `>`, is rewritten by hand: the fix edits values on their key's line only)
+            fix = None if is_block_scalar(note, name) else Fix(f"wrap the value of `{name}` in a list", (Edit("to-list", name, old=value),))
+            # what the fix writes, quoted as it will be (`#x` or `a, b` must be quoted inside [ ])
+            listed = f"{name}: [{render_scalar(value.strip(), '', True)}]"
+            split = " (one item: for several, one `- item` per line)" if "," in value else " or one `- item` per line"
             yield make(ctx, note, item_span(note, name, 0), "field-type",
-                       f"`{name}` is a string but must be a list: write `{name}: [{value.strip()}]` "
-                       f"or one `- item` per line", fix)
+                       f"`{name}` is a string but must be a list: write `{listed}`{split}", fix)
         elif not isinstance(value, list):
             yield make(ctx, note, value_span(note, name), "field-type",
                        f"`{name}` is {_kind(value)} but must be a list of strings: one `- item` per line")

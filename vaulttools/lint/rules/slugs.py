@@ -23,6 +23,11 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
         return
     if _nfc(slug.strip()) == _nfc(note.stem):
         return
+    if _nfc(slug.strip()).lower() == _nfc(note.stem).lower():  # links still resolve (case-insensitive)
+        yield make(ctx, note, value_span(note, "slug"), "slug-mismatch",
+                   f"`slug: {slug}` differs from the file name `{note.stem}` in case only: links resolve, but "
+                   f"the note's id and URLs use the slug; write `slug: {note.stem}` or rename the file")
+        return
     yield make(ctx, note, value_span(note, "slug"), "slug-mismatch",
                f"`slug: {slug}` differs from the file name `{note.stem}`: links `[[{slug}]]` will not resolve; "
                f"rename the file to `{slug}.md` or write `slug: {note.stem}`")

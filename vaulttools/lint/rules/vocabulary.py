@@ -13,13 +13,14 @@ from vaulttools.lint.rules import (
     did_you_mean,
     fold,
     frontmatter_start,
+    is_block_scalar,
     item_span,
     key_span,
     make,
     raw_items,
     value_span,
 )
-from vaulttools.lint.rules.frontmatter import INVALID_CODES
+from vaulttools.lint.rules.frontmatter import fields_unreadable
 
 #: Note types the engine knows (DESIGN §3); a taxonomy section `type:` may add more.
 DEFAULT_TYPES: tuple[str, ...] = ("projet", "competence", "parcours", "moc", "technique")
@@ -39,7 +40,7 @@ def normal_tag(value: str) -> str:
 
 
 def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    if not note.has_frontmatter or any(p.code in INVALID_CODES for p in note.problems):
+    if not note.has_frontmatter or fields_unreadable(note):
         return
     yield from _tag_format(note, ctx)
     if ctx.taxonomy is None:
@@ -80,7 +81,8 @@ def _tag_format(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
             problems.append("has capitals")
         if not problems:
             problems.append("is not written as in TAXONOMIE.md")
-        fix = Fix(f"write the tag `{target}`", (Edit("replace-item", "tags", index=i, old=item, new=target),))
+        fix = None if value is item and is_block_scalar(note, "tags") else Fix(
+            f"write the tag `{target}`", (Edit("replace-item", "tags", index=i, old=item, new=target),))
         yield make(ctx, note, item_span(note, "tags", i), "tag-format",
                    f"tag `{item}` {' and '.join(problems)}: write `{target}`", fix)
 
