@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -321,6 +322,14 @@ def _parse_yaml_libyaml(
     fm: str, path: str, fm_offset: int, fm_line: int, index: LineIndex, result: ParsedFile
 ) -> None:
     """`_parse_yaml` by libyaml's node tree: any frontmatter, with exact error positions."""
+    back = None
+    if "\x85" in fm or "\u2028" in fm or "\u2029" in fm:
+        # YAML 1.1 (libyaml) breaks lines on U+0085, U+2028 and U+2029; YAML 1.2, which Obsidian reads, does
+        # not: `title: a<U+2028>b` is one title there, and a broken frontmatter here. Read them as 1.2 does:
+        # stand-ins while libyaml reads (one character each: positions do not move), put back afterwards.
+        back = _separators_back(fm)
+        if back is not None:
+            fm = fm.translate(_SEPARATORS_OUT)
     loader = _Loader(fm)
     try:
         node = loader.get_single_node()
@@ -414,8 +423,44 @@ def _parse_yaml_libyaml(
                 if "[[" in text:
                     strings.append((key, text, span, fm[value_node.start_mark.index : value_node.end_mark.index]))
             elif "[[" in text:
-                source = fm[value_node.start_mark.index : value_node.end_mark.index]
-                strings.append((key, text, span_of(value_node), source))
+                raw = fm[value_node.start_mark.index : value_node.end_mark.index]
+                strings.append((key, text, span_of(value_node), raw))
+    if back is not None:
+        _put_back(result, back)
+
+
+# The three characters YAML 1.1 counts as line breaks and YAML 1.2 does not, and their stand-ins (private
+# use characters; a frontmatter that holds one of those already is read as libyaml reads it).
+_SEPARATORS = "\x85\u2028\u2029"
+_STAND_INS = "\ue085\ue028\ue029"
+_SEPARATORS_OUT = str.maketrans(_SEPARATORS, _STAND_INS)
+
+
+def _separators_back(fm: str) -> dict[int, int] | None:
+    if any(c in fm for c in _STAND_INS):
+        return None
+    return str.maketrans(_STAND_INS, _SEPARATORS)
+
+
+def _put_back(result: ParsedFile, back: dict[int, int]) -> None:
+    """The separators in place of their stand-ins, in every key and string `_parse_yaml_libyaml` stored."""
+
+    def restore(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.translate(back)
+        if isinstance(value, list):
+            return [restore(v) for v in value]
+        if isinstance(value, dict):
+            return {restore(k): restore(v) for k, v in value.items()}
+        return value
+
+    result.meta = restore(result.meta)
+    result.key_positions = {restore(k): v for k, v in result.key_positions.items()}
+    result.item_positions = {restore(k): v for k, v in result.item_positions.items()}
+    result.string_values = [(restore(k), restore(t), span, raw.translate(back)) for k, t, span, raw in result.string_values]
+    for i, problem in enumerate(result.problems):
+        if problem.code == "duplicate-key":
+            result.problems[i] = dataclasses.replace(problem, message=problem.message.translate(back))
 
 
 # -- fast path ---------------------------------------------------------------------------------------

@@ -38,8 +38,9 @@ class Problem:
     """Something that stopped a file from being read as a well-formed note.
 
     `code` is one of: ``yaml-error``, ``not-utf8``, ``no-frontmatter``, ``not-mapping``, ``empty``,
-    ``binary``, ``unreadable``, ``unclosed-frontmatter``. Lint reports every problem as `frontmatter-invalid`
-    (or a more precise rule); retrieval skips or degrades the note.
+    ``binary``, ``unreadable``, ``unclosed-frontmatter``, ``duplicate-key`` (the fields are read, the last
+    value of the key wins). Lint reports every problem as `frontmatter-invalid` (or a more precise rule);
+    retrieval skips or degrades the note.
     """
 
     path: str

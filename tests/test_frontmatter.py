@@ -83,6 +83,18 @@ def test_positions_survive_unicode_line_separators() -> None:
     assert parsed.key_positions["tags"].line == 5
 
 
+def test_unicode_separators_are_characters_as_in_yaml_1_2() -> None:
+    # Text pasted from a PDF or a web page: PyYAML (YAML 1.1) would end the line at U+2028 and fail on
+    # "sep"; Obsidian (YAML 1.2) reads one title. So do we, positions unmoved.
+    text = '---\ntitle: Line\u2028sep\nslug: a\ntags: [x\u2029y, z]\nlinked:\n  - "[[a\u0085b]]"\n---\nbody\n'
+    parsed = parse_text(text, "n.md")
+    assert parsed.problems == []
+    assert parsed.meta == {"title": "Line\u2028sep", "slug": "a", "tags": ["x\u2029y", "z"], "linked": ["[[a\u0085b]]"]}
+    assert _slice(text, parsed.key_positions["slug"]) == "slug"
+    assert _slice(text, parsed.item_positions["tags"][0]) == "x\u2029y"
+    assert parsed.string_values == [("linked", "[[a\u0085b]]", parsed.item_positions["linked"][0], '"[[a\u0085b]]"')]
+
+
 def test_bom_and_crlf() -> None:
     raw = "\ufeff---\r\ntitle: T\r\ntags:\r\n  - x\r\n---\r\nBody [[a]]\r\n".encode()
     parsed = parse_bytes(raw, "n.md")

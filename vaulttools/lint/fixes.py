@@ -537,10 +537,19 @@ def write_fixed(root: Path, fix: FileFix) -> None:
         raise
 
 
+def _lines(text: str) -> list[str]:
+    """Lines ended by `\n` only, as `patch` counts them (`splitlines` also ends one at `\r`, `\f`, U+2028...)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def unified_diff(path: str, before: bytes, after: bytes) -> str:
     """A unified diff of one file, as `git diff` would show it (`a/path`, `b/path`)."""
-    a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
-    b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
+    a = _lines(before.decode("utf-8", errors="replace"))
+    b = _lines(after.decode("utf-8", errors="replace"))
     # A name with a space ends with a tab, as git writes it: GNU patch reads a name up to a tab or blank.
     end = "\t" if " " in path else ""
     lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}{end}", tofile=f"b/{path}{end}"))
