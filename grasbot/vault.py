@@ -468,19 +468,21 @@ class Vault:
         if note.is_private:
             return path[:-3] if path.lower().endswith(".md") else path
         slug = self._slug_of(note)
-        if slug and len(self._public(self._slug_groups.get(slug, ()))) == 1:
+        if slug and self._claimed_by(self._slug_groups.get(slug, ()), path) == 1:
             return slug
         stem = note.stem
-        if len(self._public(self._stem_groups.get(name_key(stem), ()))) == 1:
-            owners = self._public(self._slug_groups.get(stem, ()))
-            if not owners or (len(owners) == 1 and path in owners):
+        if self._claimed_by(self._stem_groups.get(name_key(stem), ()), path) == 1:
+            owners = self._slug_groups.get(stem, ())
+            if not owners or self._claimed_by(owners, path) == (1 if path in owners else 0):
                 return stem
         return path[:-3] if path.lower().endswith(".md") else path
 
-    def _public(self, group: tuple[str, ...] | set[str]) -> tuple[str, ...] | set[str]:
-        """The public notes of an id group."""
+    def _claimed_by(self, group: tuple[str, ...] | set[str], path: str) -> int:
+        """How many public notes are in an id group; `path` is a public note's (the usual group: it alone)."""
+        if len(group) == 1 and path in group:
+            return 1
         notes = self.notes
-        return tuple(p for p in group if p in notes and not notes[p].is_private)
+        return sum(1 for p in group if p == path or (p in notes and not notes[p].is_private))
 
     def _assign_ids(self, paths: object) -> None:
         ids = self._ids
