@@ -637,7 +637,8 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
             # body like any other, so the same 422 `invalid_request`; the decoder's text is not echoed.
             utf8 = isinstance(exc.__cause__, UnicodeDecodeError)
             msg = "the body is not valid UTF-8" if utf8 else "the body could not be parsed as JSON"
-            return _error(422, "invalid_request", "the request does not match the API", detail=[{"loc": ["body"], "msg": msg}])
+            detail = [{"loc": ["body"], "msg": msg}]
+            return _error(422, "invalid_request", "the request does not match the API", detail=detail)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         response = _error(exc.status_code, code, str(exc.detail))
         if exc.headers:

@@ -27,7 +27,7 @@ ENV_VARIABLES: dict[str, str] = {
     "SEARCH_MIN_SCORE": "grounded threshold (default: the engine's calibrated value)",
     "SEARCH_SECONDARY_MAX_CHARS": "secondary notes are cut to this many characters (default 1500)",
     "SEARCH_SECONDARY_KEEP_RATIO": "a secondary note scoring at least ratio x the first stays whole (default 0.8)",
-    "GRASBOT_RELOAD_TOKEN": "when set, POST /reload-vault needs `Authorization: Bearer <token>`; set but blank is an error",
+    "GRASBOT_RELOAD_TOKEN": "when set, POST /reload-vault needs `Authorization: Bearer <token>` (set but blank: error)",
     "LANGFUSE_PUBLIC_KEY": "Langfuse public key (tracing is off unless the three Langfuse variables are set)",
     "LANGFUSE_SECRET_KEY": "Langfuse secret key",
     "LANGFUSE_BASE_URL": "Langfuse server URL (LANGFUSE_HOST is accepted as a fallback)",

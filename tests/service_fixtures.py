@@ -24,6 +24,7 @@ import pytest
 import uvicorn
 
 from grasbot.api import create_app
+from grasbot.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.config import Settings
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector
@@ -103,7 +104,8 @@ class RunningServer:
 
 @contextmanager
 def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[RunningServer]:
-    """A real uvicorn server for `create_app(settings, vault_dir)` on a free loopback port."""
+    """A real uvicorn server for `create_app(settings, vault_dir)` on a free loopback port, with the HTTP
+    protocol and request-head limit of `grasbot serve`."""
     capture = LogCapture()
     root = logging.getLogger()
     levels = {name: logging.getLogger(name).level for name in _LOGGERS}
@@ -123,7 +125,8 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
             app,
             log_config=None,
             lifespan="on",
-            h11_max_incomplete_event_size=64 * 1024,
+            http=NoDelayH11Protocol,
+            h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
             timeout_graceful_shutdown=5,
             limit_concurrency=1000,
             backlog=2048,

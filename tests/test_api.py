@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -144,10 +145,16 @@ def test_control_characters_are_stripped(api: httpx.Client, fake: FakeOllama) ->
 
 
 @pytest.mark.parametrize("param", ["session_id", "user_id"])
-def test_bad_ids_are_422(api: httpx.Client, param: str) -> None:
+def test_bad_ids_are_422(api: httpx.Client, fake: FakeOllama, param: str) -> None:
     r = api.get("/ask", params={"q": RUST, param: "x" * 201})
     assert r.status_code == 422 and r.json()["error"] == f"invalid_{param}"
     assert api.get("/ask", params={"q": RUST, param: "a b\n"}).status_code == 422
+    # A trailing newline (`abc%0A`) is not an id either: a `$`-anchored pattern let it through.
+    for path in ("/ask", "/ask/stream"):
+        r = api.get(path, params={"q": RUST, param: "abc\n"})
+        assert r.status_code == 422 and r.json()["error"] == f"invalid_{param}", path
+    assert fake.chat_requests() == []
+    assert api.get("/ask", params={"q": RUST, param: "abc"}).status_code == 200
 
 
 def test_memory_is_per_session(api: httpx.Client, fake: FakeOllama) -> None:
@@ -349,6 +356,53 @@ def test_feedback_validation(api: httpx.Client, payload: dict[str, object]) -> N
     assert "x" * 100 not in r.text  # the submitted value is not echoed
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"trace_id":"\xff","value":1}',  # not UTF-8
+        b'{"trace_id":"' + "é".encode("latin-1") * 32 + b'","value":1}',  # Latin-1, not UTF-8
+        b"[" * 100_000,  # nested beyond what the JSON decoder accepts
+    ],
+)
+def test_unreadable_body_is_422_invalid_request(api: httpx.Client, body: bytes) -> None:
+    r = api.post("/feedback", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["error"] == "invalid_request"
+    assert r.json()["detail"] == [{"loc": ["body"], "msg": r.json()["detail"][0]["msg"]}]
+    assert "trace_id" not in r.text and "0xff" not in r.text and "codec" not in r.text  # nothing echoed
+
+
+def raw_exchange(url: str, request: bytes) -> bytes:
+    """Send `request` as is on a new connection and read until the server closes it."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_unreadable_request_is_json_400(shared_server: RunningServer) -> None:
+    """A request uvicorn cannot parse gets a JSON 400 with a stable code, not uvicorn's plain text."""
+    from grasbot.cli import MAX_REQUEST_HEAD
+
+    # A request line over the 64 KiB head limit (what a 1 MB `q` hits), sent whole before the server
+    # answers so the connection closes cleanly; and a request line that is not HTTP at all.
+    too_long = b"GET /ask?q=" + b"a" * (MAX_REQUEST_HEAD + 4096)
+    for request in (too_long, b"NOT HTTP AT ALL\r\n\r\n"):
+        answer = raw_exchange(shared_server.url, request)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b"content-type: application/json" in head.lower()
+        assert json.loads(body) == {
+            "error": "bad_http_request",
+            "message": "the HTTP request could not be read: malformed, or its URL and headers are over 64 KiB",
+        }
+    with shared_server.client() as client:  # the server keeps serving
+        assert client.get("/health").status_code == 200
+
+
 # -- /reload-vault ----------------------------------------------------------------------------------
 def test_reload_reports_changes_and_swaps(fake_ollama: FakeOllama, service_vault: Path) -> None:
     with run_server(service_settings(fake_ollama), service_vault) as server:
@@ -494,6 +548,92 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
         env={**env, "SEARCH_TOP_K": "many"}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "SEARCH_TOP_K" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
+    """A set-but-blank GRASBOT_RELOAD_TOKEN (a failed `$(...)`) stops the start; absent still means no token."""
+    import os
+    import sys
+
+    from grasbot.config import ConfigError, Settings
+
+    assert Settings.from_env(environ={}, env_file=None).reload_token is None  # absent: no authentication
+    assert Settings.from_env(environ={"GRASBOT_RELOAD_TOKEN": " tok "}, env_file=None).reload_token == "tok"
+    for blank in ("", "   ", "\t\n"):
+        with pytest.raises(ConfigError, match="GRASBOT_RELOAD_TOKEN"):
+            Settings.from_env(environ={"GRASBOT_RELOAD_TOKEN": blank}, env_file=None)
+    env_file = tmp_path / ".env"
+    env_file.write_text("GRASBOT_RELOAD_TOKEN=\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="GRASBOT_RELOAD_TOKEN"):
+        Settings.from_env(environ={}, env_file=env_file)
+    with pytest.raises(ConfigError, match="GRASBOT_RELOAD_TOKEN"):  # however the settings are built
+        Settings.from_env(environ={}, env_file=None).with_overrides(reload_token="")
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(closed_port())]
+    run = subprocess.run(cmd, env={**env, "GRASBOT_RELOAD_TOKEN": ""}, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "GRASBOT_RELOAD_TOKEN" in run.stderr and "empty" in run.stderr and "Traceback" not in run.stderr
+
+
+def start_and_log(cmd: list[str], env: dict[str, str], log_path: Path, port: int, reload: bool = True) -> str:
+    """Run a server command until /health answers, optionally reload once, stop it; return its whole output."""
+    with log_path.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=log_path.parent, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as client:
+                while True:
+                    try:
+                        client.get("/health")
+                        break
+                    except httpx.HTTPError:
+                        assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
+                        time.sleep(0.1)
+                if reload:
+                    assert client.post("/reload-vault").status_code == 200
+        finally:
+            stop_process(proc)
+    return log_path.read_text(encoding="utf-8")
+
+
+def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    """`grasbot serve --log-level info` shows GrasBot's own INFO lines, formatted like uvicorn's, once each."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env.update(OLLAMA_URL=fake_ollama.url)
+    port = closed_port()
+    serve = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
+    text = start_and_log([*serve, "--log-level", "info"], env, tmp_path / "info.log", port)
+    ready = re.findall(r"(?m)^INFO: +GrasBot ready: vault .* \(\d+ public notes\), model qwen3:8b at .*, langfuse off$", text)
+    assert len(ready) == 1, text
+    assert len(re.findall(r"(?m)^INFO: +vault reloaded: version 2, \d+ notes", text)) == 1, text
+    assert len(re.findall(r"(?m)^INFO: +Langfuse disabled", text)) == 1, text
+    assert re.search(r"(?m)^INFO: +Uvicorn running on", text)  # uvicorn's own lines, same format
+    from tests.private_markers import PRIVATE_MARKERS, PRIVATE_SLUGS
+
+    assert not [m for m in PRIVATE_MARKERS + PRIVATE_SLUGS if m.casefold() in text.casefold()]  # privacy rules kept
+
+    port = closed_port()
+    serve[-1] = str(port)
+    quiet = start_and_log([*serve, "--log-level", "warning"], env, tmp_path / "warning.log", port)
+    assert "GrasBot ready" not in quiet and "vault reloaded" not in quiet and "Uvicorn running" not in quiet
+
+
+def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    """Under `uvicorn --factory grasbot.api:create_app` (docs/service.md), GrasBot's lines follow uvicorn's."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "UVICORN_"))}
+    env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(SAMPLE_VAULT))
+    port = closed_port()
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "grasbot.api:create_app", "--port", str(port), "--log-level", "info"]
+    text = start_and_log(cmd, env, tmp_path / "uvicorn.log", port)
+    assert len(re.findall(r"(?m)^INFO: +GrasBot ready: ", text)) == 1, text
+    assert len(re.findall(r"(?m)^INFO: +vault reloaded: version 2", text)) == 1, text
 
 
 def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, service_vault: Path) -> None:

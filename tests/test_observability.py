@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from grasbot.config import Settings
-from grasbot.observability import retrieval_relevance
+from grasbot.observability import is_trace_id, retrieval_relevance
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector, Span
 from tests.service_fixtures import *  # noqa: F403
@@ -208,3 +208,9 @@ def test_relevance_formula() -> None:
     assert retrieval_relevance(0) == 0.0
     assert retrieval_relevance(7.5) == 0.5
     assert retrieval_relevance(40) == 1.0
+
+
+def test_trace_id_format() -> None:
+    assert is_trace_id("0123456789abcdef" * 2)
+    for bad in ("0123456789abcdef" * 2 + "\n", "0123456789ABCDEF" * 2, "0" * 31, "0" * 33, ""):
+        assert not is_trace_id(bad), repr(bad)  # a `$`-anchored pattern accepted the final newline

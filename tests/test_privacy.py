@@ -153,3 +153,52 @@ def test_memory_is_not_shared_between_sessions(fake_ollama: FakeOllama) -> None:
             params = {"q": "Et ensuite ?"} | ({"session_id": sid} if sid is not None else {})
             client.get("/ask", params=params)
             assert "MOT-DE-PASSE-DE-A" not in fake_ollama.chat_prompts()[-1], sid
+
+
+def test_reload_names_a_note_turned_private_only_as_removed(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    """docs/service.md: a public note that becomes private is reported once, in `removed`, under the id it had
+    while public (a front-end cache must drop its page); a private note is never named otherwise."""
+    from tests.service_fixtures import service_settings
+
+    turned = service_vault / "10-Projets" / "la-derniere-ecluse.md"
+    salary = service_vault / "30-Parcours" / "prive-pretentions-salariales.md"
+    rust = service_vault / "20-Competences" / "rust.md"
+
+    def edit(path: Path, old: str = "", new: str = "", append: str = "") -> None:
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1) + append, encoding="utf-8")
+
+    fake_ollama.script(reply=echo_prompt)
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        client = server.client()
+        texts: list[str] = []
+
+        def reload() -> dict[str, Any]:
+            r = client.post("/reload-vault")
+            assert r.status_code == 200, r.text
+            texts.append(r.text)
+            return r.json()
+
+        # Turned private and edited in the same save; a private note and a public note edited beside it.
+        edit(turned, "visibility: public", "visibility: private", "\nMARQUEUR-DEVENU-PRIVE\n")
+        edit(salary, append="\nMARQUEUR-PRIVE-EDITE\n")
+        edit(rust, append="\nUne ligne publique de plus.\n")
+        body = reload()
+        assert (body["added"], body["removed"], body["modified"]) == ([], ["la-derniere-ecluse"], ["rust"])
+
+        # From now on it is a private note like the others: its edits are never reported.
+        edit(turned, append="\nMARQUEUR-DEVENU-PRIVE-2\n")
+        edit(salary, append="\nMARQUEUR-PRIVE-EDITE-2\n")
+        body = reload()
+        assert (body["added"], body["removed"], body["modified"]) == ([], [], [])
+        assert "la-derniere-ecluse" not in texts[-1]
+
+        r = client.get("/ask", params={"q": "La Dernière Écluse, le jeu de game jam sous Godot ?"})
+        assert all(s["slug"] != "la-derniere-ecluse" for s in r.json()["sources"])
+        texts.append(r.text)
+
+    leaks = find_leaks("reload and ask", "\n".join(texts), MARKERS + SLUGS + ("MARQUEUR-",))
+    leaks += find_leaks("prompts", json.dumps(fake_ollama.chat_requests(), ensure_ascii=False), ("MARQUEUR-",))
+    leaks += find_leaks("server log", server.logs.text(), MARKERS + SLUGS + ("MARQUEUR-", "la-derniere-ecluse"))
+    assert leaks == []
