@@ -25,6 +25,16 @@ from vaulttools.reload_client import Pusher, ReloadResult, describe_reload, relo
 REPO = Path(__file__).resolve().parents[1]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # a client that timed out (on purpose, in a test) closed its end before the slow answer: not news
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FakeApi:
     """A tiny stand-in for the GrasBot API. `mode`: ``ok`` | ``error`` (500) | ``slow`` (answers after
     `delay` seconds). `down()` closes the port (connection refused), `up()` listens again on the same port."""
@@ -79,8 +89,7 @@ class FakeApi:
                     api.calls.append({"status": status, "auth": auth, "time": received or time.monotonic()})
                     api._lock.notify_all()
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        server.daemon_threads = True
+        server = _QuietServer(("127.0.0.1", self.port), Handler)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -170,7 +179,7 @@ def test_read_timeout_is_an_api_error(api: FakeApi) -> None:
     api.set_mode("slow", delay=1.0)
     result = reload_vault(api.url, timeout=0.2)
     assert result.kind == "api-error" and result.status is None and result.retryable
-    assert "no answer within 0.2 s" in result.summary()
+    assert result.summary() == "reload failed: no answer within 0.2 s"  # said once, not "no answer: no answer"
 
 
 def test_urls() -> None:
@@ -185,6 +194,7 @@ def test_urls() -> None:
 def test_describe_reload_is_tolerant() -> None:
     assert describe_reload(None) == "vault reloaded"
     assert describe_reload({"vault_size": 7}) == "7 notes"
+    assert describe_reload({"notes": 1}) == "1 note"
     assert describe_reload({"notes": 2, "changes": {"created": 1, "deleted": ["x"]}}) == "2 notes (1 added, 1 removed)"
 
 
@@ -239,6 +249,29 @@ def test_pusher_does_not_retry_a_client_error() -> None:
         api.down()
 
 
+def test_pusher_speaks_again_when_the_failure_changes_kind() -> None:
+    """Timeouts retried in the background, then the API refuses the token: that is news, said once."""
+    api = FakeApi(token="right").up()
+    api.set_mode("slow", delay=1.0)
+    events = []
+    try:
+        with Pusher(api.url, "right", on_event=events.append, backoff=0.05, max_backoff=0.1, timeout=0.2) as pusher:
+            pusher.request()
+            assert wait_for(lambda: len(events) >= 2, 20.0)  # timed out, retried quietly
+            assert [e.kind for e in events[:2]] == ["down", "retry"]
+            api.token = "rotated"  # the server's token changed: every push is now refused at once
+            assert wait_for(lambda: any(e.result.status == 401 for e in events), 20.0)
+            assert pusher.wait_idle(20.0)  # a 401 is not retried: it waits for the next change
+            pusher.request()  # the next change fails the same way: quiet again
+            assert pusher.wait_idle(20.0)
+            printed = [e for e in events if e.should_print]
+        assert [(e.kind, e.result.failure) for e in printed] == [("down", "no answer"), ("down", "HTTP 401")]
+        assert printed[1].retry_in is None and "wrong bearer token" in printed[1].result.summary()
+        assert events[-1].kind == "retry" and events[-1].result.status == 401
+    finally:
+        api.down()
+
+
 # -- `vaulttools reload` --------------------------------------------------------------------------------
 
 
@@ -274,4 +307,4 @@ def test_reload_command_subprocess_uses_env_token(monkeypatch: pytest.MonkeyPatc
 
 def test_result_to_dict_has_no_secrets() -> None:
     result = ReloadResult("ok", "http://h/reload-vault", status=200, data={"notes": 1})
-    assert result.to_dict()["summary"] == "reload ok: 1 notes (0 ms)"
+    assert result.to_dict()["summary"] == "reload ok: 1 note (0 ms)"

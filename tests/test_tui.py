@@ -35,6 +35,7 @@ from vaulttools.tui.screens.new_note import NewNoteScreen  # noqa: E402
 from vaulttools.tui.widgets.note_tree import NoteTree  # noqa: E402
 from vaulttools.tui.widgets.note_view import NoteView  # noqa: E402
 from vaulttools.tui.widgets.preview import QuestionPreview  # noqa: E402
+from vaulttools.tui.widgets.summary import VaultSummary  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "tui"
 METEO = "10-Projets/station-meteo.md"
@@ -124,6 +125,24 @@ def test_cli_missing_vault_is_a_message_and_exit_2(tmp_path: Path, capsys) -> No
 def test_cli_unreadable_taxonomy_is_exit_2(vault: Path, capsys) -> None:
     assert cli_main(["tui", str(vault), "--taxonomy", str(vault / "missing.md")]) == 2
     assert "--taxonomy" in capsys.readouterr().err
+
+
+def test_cli_exits_2_with_one_line_when_the_app_crashes(vault: Path, capsys, monkeypatch) -> None:
+    """A bug that stops the app (none is known: one is planted) must not end in exit status 0, nor in
+    Textual's traceback with local variables: one line, as for every other command."""
+    # the real command, on Textual's headless driver (what a terminal gives is not needed to crash)
+    monkeypatch.setattr("textual.constants.DRIVER", "textual.drivers.headless_driver:HeadlessDriver")
+    monkeypatch.delenv("VAULTTOOLS_DEBUG", raising=False)
+
+    def planted(self) -> None:
+        raise RuntimeError("planted bug [/x]")
+
+    monkeypatch.setattr(VaultSummary, "on_mount", planted, raising=False)
+    assert cli_main(["tui", str(vault), "--no-watch"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert lines == ["vaulttools tui: internal error: RuntimeError: planted bug [/x] (set VAULTTOOLS_DEBUG=1 for the traceback)"]
+    assert "Traceback" not in captured.out + captured.err
 
 
 # -- pure parts ------------------------------------------------------------------------------------------
@@ -298,6 +317,58 @@ async def test_new_note_from_template(vault: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, MainScreen), "form closed")
 
 
+BRACKETS = "10-Projets/crochets.md"
+BRACKETS_NOTE = """---
+title: "Crochets [bold]gras[/bold]"
+slug: crochets
+type: "[red]projet"
+aliases:
+  - "[/x] tag fermant"
+  - "[bold]pas gras"
+linked: ["[[robot-suiveur]]"]
+related: []
+updated: 2026-01-12
+---
+# Crochets [/x]
+
+Le corps garde ses [bold]crochets[/bold] [/x] et suit [[robot-suiveur]].
+"""
+
+
+async def test_note_text_is_shown_verbatim_never_as_markup(vault: Path) -> None:
+    """Frontmatter values are the author's text: `[[x]]`, `[/x]` and `[bold]` show as typed (rich would
+    read them as markup: the wikilink vanished, `[/x]` stopped the app)."""
+    (vault / BRACKETS).write_text(BRACKETS_NOTE, encoding="utf-8")
+    app = app_for(vault)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        view = await select(pilot, BRACKETS)
+        await pilot.pause()  # drawn: a markup error would stop the app here
+        fields = plain(view.query_one("#note-fields"))
+        for typed in ("[/x] tag fermant, [bold]pas gras", "[[robot-suiveur]]", "[red]projet", "related  []"):
+            assert typed in fields, typed
+        assert "Crochets [bold]gras[/bold]" in plain(view.query_one("#note-head"))
+        await pilot.press("s")
+        await pilot.pause()
+        assert "[red]projet" in plain(screen.query_one("#types"))
+        assert app.is_running
+
+
+async def test_api_error_text_is_shown_verbatim(vault: Path) -> None:
+    """The API's own words in a notice are not markup either (`[/x]` in a toast stopped the app)."""
+    with api_server(answer=(500, {"error": "boom", "message": "[/x] le coffre est [bold]illisible"})) as (url, _):
+        app = app_for(vault, api=url)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await ready(pilot)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: (screen.last_reload or "").startswith("failed"), "reload result")
+            await pilot.pause()  # the toast is drawn
+            notices = [n for n in app._notifications if "[/x] le coffre" in n.message]
+            assert notices and "[/x] le coffre est [bold]illisible" in notices[0].message and not notices[0].markup
+            assert "[/x] le coffre est [bold]illisible" in plain(screen.query_one("#reload-status"))
+            assert app.is_running
+
+
 def _script(path: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -346,6 +417,7 @@ async def test_obsidian_runs_the_os_opener_and_says_what_ran(vault: Path, tmp_pa
 class _Api(http.server.ThreadingHTTPServer):
     daemon_threads = True
     posts = 0
+    answer: tuple[int, dict] = (200, {"notes": 6, "added": 0, "changed": 1, "removed": 0})
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -366,14 +438,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         if self.path == "/reload-vault":
             self.server.posts += 1
-            self._json(200, {"notes": 6, "added": 0, "changed": 1, "removed": 0})
+            self._json(*self.server.answer)
         else:
             self._json(404, {"error": "no"})
 
 
 @contextlib.contextmanager
-def api_server() -> Iterator[tuple[str, _Api]]:
+def api_server(answer: tuple[int, dict] | None = None) -> Iterator[tuple[str, _Api]]:
     server = _Api(("127.0.0.1", 0), _Handler)
+    if answer is not None:
+        server.answer = answer
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -462,6 +536,134 @@ async def test_missing_vault_inside_the_app_is_a_message(tmp_path: Path) -> None
         assert "cannot open the vault" in plain(screen.query_one("#status-vault"))
         await pilot.press("x")  # actions stay harmless
         assert isinstance(app.screen, MainScreen)
+
+
+def _notices(app: VaultApp, text: str) -> list[str]:
+    return [n.message for n in app._notifications if text in n.message]
+
+
+async def test_vault_folder_deleted_then_back_while_watching(vault: Path) -> None:
+    app = app_for(vault, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        await select(pilot, METEO)
+        shutil.rmtree(vault)
+        gone = f"vault folder not found: {vault}"
+        await wait_for(pilot, lambda: screen.missing == gone, "the folder seen gone")
+        assert gone in plain(screen.query_one("#status-vault"))
+        assert "clean" not in plain(screen.query_one("#status-vault"))
+        assert plain(screen.query_one("#filter-status")).startswith("vault folder not found")
+        assert gone in plain(screen.query_one("#health"))
+        await pilot.press("l")  # says so, and `l` works again afterwards
+        await wait_for(pilot, lambda: not screen._lint_running and _notices(app, gone), "the failed check")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: len(_notices(app, gone)) == 2, "the second check")
+        assert not _notices(app, "already running") and not _notices(app, "internal error")
+        # the folder comes back (a restore, a clone): picked up by itself, and watched again
+        shutil.copytree(FIXTURE / "vault", vault)
+        await wait_for(pilot, lambda: screen.missing is None and row(app, METEO) is not None, "the vault back")
+        assert "✗5 !2 in 2 notes" in plain(screen.query_one("#status-vault"))
+        text = (vault / ROBOT).read_text(encoding="utf-8")
+        (vault / ROBOT).write_text(text.replace("[[python]]", "[[nulle-part]]"), encoding="utf-8")
+        await wait_for(pilot, lambda: "broken-link" in row(app, ROBOT).rules, "a save seen by the new watch")
+
+
+async def test_lint_of_a_vanished_vault_folder_can_be_run_again(vault: Path) -> None:
+    app = app_for(vault)  # not watching: only `l` finds out
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        shutil.rmtree(vault)
+        await pilot.press("l")
+        gone = f"vault folder not found: {vault}"
+        await wait_for(pilot, lambda: screen.missing == gone and not screen._lint_running, "the failed check")
+        assert "linting" not in plain(screen.query_one("#status-vault"))
+        await pilot.press("l")
+        await wait_for(pilot, lambda: len(_notices(app, gone)) == 2, "the second check")
+        assert not _notices(app, "already running") and not _notices(app, "internal error")
+        shutil.copytree(FIXTURE / "vault", vault)
+        await wait_for(pilot, lambda: screen.missing is None and not screen._lint_running, "the vault back")
+        assert "✗5 !2 in 2 notes" in plain(screen.query_one("#status-vault"))
+
+
+async def test_a_deleted_note_leaves_no_links_header(vault: Path) -> None:
+    app = app_for(vault, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        view = await select(pilot, METEO)
+        title = view.query_one("#links-title")
+        assert title.display and "Links: 2 out, 1 back" in plain(title)
+        (vault / METEO).unlink()
+        await wait_for(pilot, lambda: view.detail is None, "the note gone")
+        assert "was deleted" in plain(view.query_one("#note-head"))
+        assert not title.display and "out" not in plain(title)
+        assert view.query_one("#note-links", OptionList).option_count == 0
+        assert not view.query_one("#note-links").display
+
+
+async def test_counts_are_said_in_words(vault: Path) -> None:
+    """One warning in one note is "1 warning in 1 note", not "1 warnings in 1 notes"."""
+    (vault / METEO).write_text(
+        '---\ntitle: "Station météo"\nslug: station-meteo\ntype: projet\nsource: manual\ndomains: [backend]\n'
+        "tags: [python, iot]\naliases: [station météo, météo maison, capteurs météo]\nanswers:\n"
+        '  - "Parle-moi de la station météo."\n  - "Que mesure sa station météo ?"\npriority: 6\n'
+        "updated: 2026-01-12\nvisibility: public\n---\n# Station météo\n\n"
+        "Une station météo avec des capteurs de température, reliée au [[robot-suiveur]].\n",
+        encoding="utf-8",
+    )
+    app = app_for(vault)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        await pilot.press("l")
+        await wait_for(pilot, lambda: _notices(app, "Full check"), "the full check")
+        assert _notices(app, "Full check")[0].startswith("Full check: 0 errors, 1 warning in 1 note (")
+        assert "✗ 0 errors · ! 1 warning in 1 note" in plain(screen.query_one("#health"))
+        assert "✗0 !1 in 1 note" in plain(screen.query_one("#status-vault"))
+
+
+async def test_status_bar_halves_do_not_run_together_when_narrow(vault: Path) -> None:
+    app = app_for(vault, api=f"http://127.0.0.1:{_closed_port()}", check_api=True)
+    async with app.run_test(size=(60, 15)) as pilot:
+        screen = await ready(pilot)
+        await wait_for(pilot, lambda: screen.api_up is False and screen.summary and screen.summary.linted, "API check")
+        await pilot.pause()
+        left, right = screen.query_one("#status-vault"), screen.query_one("#status-api")
+        # the note count goes first (the tree says it too); the problems stay whole, on one line
+        assert plain(left) == " vault · ✗5 !2 in 2 notes"
+        assert len(plain(left)) <= left.size.width
+        assert plain(right).startswith("API down") and right.region.x > left.region.x + len(plain(left))
+
+
+def _type_at_once(app: VaultApp, *keys: str) -> None:
+    """Queue keys the way a terminal delivers a burst of typing: all at once, before the app handles
+    the first (Pilot's `press` waits for each key to be handled, which hides ordering bugs)."""
+    from textual import events
+
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_keys_typed_at_once_land_where_they_were_typed(vault: Path) -> None:
+    app = app_for(vault)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        box = screen.query_one("#filter", Input)
+        _type_at_once(app, "f", *"rust")  # `r` went to the tree (a reload) before the box had the focus
+        await wait_for(pilot, lambda: box.value == "rust", "the typed filter")
+        for _ in range(4):  # ctrl+u ran after the letters typed after it: the box ended empty
+            _type_at_once(app, "ctrl+u", *"meteo")
+            await wait_for(pilot, lambda: box.value == "meteo", "the filter typed again")
+            _type_at_once(app, "ctrl+u", *"rust")
+            await wait_for(pilot, lambda: box.value == "rust", "the filter typed again")
+        _type_at_once(app, "backspace", "backspace", *"bot")
+        await wait_for(pilot, lambda: box.value == "rubot", "editing keys in order")
+        _type_at_once(app, "escape", "slash", *"robot")
+        question = screen.query_one("#question", Input)
+        await wait_for(pilot, lambda: question.value == "robot", "the typed question")
+        await pilot.pause(0.3)
+        assert box.value == "rubot"
+        assert not _notices(app, "No API configured")  # no `r` ever reached the screen
 
 
 async def test_undecodable_note_is_shown_with_its_problem(vault: Path) -> None:

@@ -255,6 +255,28 @@ def test_api_down_said_once_then_pushed_when_back(sample_vault_copy: Path) -> No
         api.down()
 
 
+def test_a_new_kind_of_failure_is_said_while_retrying(sample_vault_copy: Path) -> None:
+    """Down (retried quietly), then the API comes back but refuses the token: that is said, once."""
+    vault = sample_vault_copy
+    api = FakeApi(token="right")  # not listening yet: connection refused
+    try:
+        with watching(vault, "--api", api.url, "--token", "wrong") as sink:
+            path = clean_note(vault, sink.of("start")[0])
+            file = vault / path
+            file.write_text(file.read_text(encoding="utf-8") + "\nUne ligne de plus.\n", encoding="utf-8")
+            assert sink.wait(lambda: sink.of("reload"))
+            assert sink.of("reload")[0]["kind"] == "unreachable" and sink.of("reload")[0]["retry_in"] > 0
+            api.up()  # the background retry now reaches it, and gets a 401
+            assert sink.wait(lambda: len(sink.of("reload")) == 2, 15)
+            refused = sink.of("reload")[1]
+            assert refused["status"] == "down" and refused["http_status"] == 401 and refused["retry_in"] is None
+            assert refused["summary"] == "reload failed: HTTP 401: missing or wrong bearer token (unauthorized)"
+            assert sink.quiet_for(0.5)  # a 401 is not retried by itself
+        assert [(r["kind"], r["http_status"]) for r in sink.of("reload")] == [("unreachable", None), ("api-error", 401)]
+    finally:
+        api.down()
+
+
 def test_atomic_saves_are_one_modification(sample_vault_copy: Path, api: FakeApi) -> None:
     vault = sample_vault_copy
     with watching(vault, "--api", api.url) as sink:
@@ -422,3 +444,29 @@ def test_watch_live_is_the_reusable_wiring(sample_vault_copy: Path) -> None:
         assert [d.rule for d in live.diagnostics(path)] == ["unknown-domain"]  # readers see the new state
     finally:
         watcher.stop()
+
+
+def test_watching_ends_when_the_vault_folder_is_deleted(tmp_path: Path) -> None:
+    """The system stops watching a deleted folder, and one made again under its name is a new folder:
+    `watching` says so, for the TUI to start a new watcher when the vault is back."""
+    import shutil
+
+    from vaulttools.watcher import VaultWatcher
+
+    vault = tmp_path / "vault"
+    (vault / "sub").mkdir(parents=True)
+    (vault / "sub" / "a.md").write_text("# A\n", encoding="utf-8")
+    batches: list[WatchBatch] = []
+    watcher = VaultWatcher(vault, batches.append, quiet=0.05)
+    watcher.start()
+    try:
+        assert watcher.watching
+        shutil.rmtree(vault)
+        deadline = time.monotonic() + 10
+        while watcher.watching and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not watcher.watching
+        assert watcher.wait_idle(5) and any("sub/a.md" in b.paths for b in batches)  # the notes went first
+    finally:
+        watcher.stop()
+    assert not watcher.watching

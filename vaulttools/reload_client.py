@@ -78,6 +78,17 @@ class ReloadResult:
         return False
 
     @property
+    def failure(self) -> str | None:
+        """What kind of failure, in a few words (None for a success): ``unreachable``, ``no answer`` (a
+        timeout, or a bug of ours), or ``HTTP 401``, ``HTTP 500``, ... A `Pusher` speaks again when it
+        changes (the API was slow, now it refuses the token)."""
+        if self.kind == OK:
+            return None
+        if self.kind == UNREACHABLE:
+            return "unreachable"
+        return f"HTTP {self.status}" if self.status is not None else "no answer"
+
+    @property
     def exit_code(self) -> int:
         """0 ok, 1 the API answered an error, 2 unreachable (the `vaulttools reload` contract)."""
         return {OK: 0, API_ERROR: 1}.get(self.kind, 2)
@@ -88,8 +99,9 @@ class ReloadResult:
             return f"reload ok: {describe_reload(self.data)} ({self.elapsed_ms:.0f} ms)"
         if self.kind == UNREACHABLE:
             return f"reload failed: API unreachable at {_origin(self.url)} ({self.error})"
-        where = f"HTTP {self.status}" if self.status is not None else "no answer"
-        return f"reload failed: {where}: {self.error}"
+        if self.status is None:  # the error says it all: "no answer within 15 s"
+            return f"reload failed: {self.error}"
+        return f"reload failed: HTTP {self.status}: {self.error}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,7 +161,7 @@ def describe_reload(data: Any) -> str:
             if n is not None:
                 parts.append(f"{n} {label}")
                 break
-    text = f"{notes} notes" if notes is not None else "vault reloaded"
+    text = f"{notes} note{'s' * (notes != 1)}" if notes is not None else "vault reloaded"
     version = data.get("vault_version")
     if isinstance(version, int) and not isinstance(version, bool):
         text = f"version {version}, {text}"
@@ -251,10 +263,12 @@ class PushEvent:
     `kind`:
       - ``ok``: pushed, the API answered 2xx;
       - ``recovered``: pushed after one or more failures (the API is back);
-      - ``down``: the first failure after a success (or at start): said once per outage, `retry_in` set
-        when it will retry by itself (unreachable, 5xx, 429, timeout), None for a 4xx (bad token, wrong
-        URL), which waits for the next change;
-      - ``retry``: a further failure during the same outage (quiet: `vaulttools watch` prints nothing).
+      - ``down``: the first failure after a success (or at start), and again whenever the kind of failure
+        changes during the outage (`ReloadResult.failure`: the API stopped answering in time, then refused
+        the token): said once per outage and kind, `retry_in` set when it will retry by itself
+        (unreachable, 5xx, 429, timeout), None for a 4xx (bad token, wrong URL), which waits for the next
+        change;
+      - ``retry``: a further failure of the same kind (quiet: `vaulttools watch` prints nothing).
     `failures` counts consecutive failures including this one (0 on success).
     """
 
@@ -274,8 +288,8 @@ class Pusher:
     - coalescing: while a push is in flight, any number of `request()` calls make exactly one more push
       after it; a burst of changes is one push;
     - failures: `on_event` gets one ``down`` event, then the pusher retries with exponential backoff
-      (`backoff` seconds doubling up to `max_backoff`) without further noise, and reports ``recovered``
-      with the result of the first push that works;
+      (`backoff` seconds doubling up to `max_backoff`) without further noise unless the kind of failure
+      changes (another ``down``), and reports ``recovered`` with the result of the first push that works;
     - `on_event` runs on the pusher's thread; exceptions it raises are swallowed.
     """
 
@@ -303,6 +317,7 @@ class Pusher:
         self._in_flight = False
         self._not_before = 0.0  # monotonic time before which no retry happens
         self._failures = 0
+        self._failure: str | None = None  # the kind of the last failure (`ReloadResult.failure`)
         self._stopped = False
         self.pushes = 0  # attempts made
         self.succeeded = 0
@@ -387,6 +402,7 @@ class Pusher:
                 self.succeeded += 1
                 kind = "recovered" if self._failures else "ok"
                 self._failures = 0
+                self._failure = None
                 self._not_before = 0.0
                 return PushEvent(kind, result)
             self.failed += 1
@@ -396,5 +412,8 @@ class Pusher:
                 retry_in = min(self._backoff * 2 ** (self._failures - 1), self._max_backoff)
                 self._not_before = time.monotonic() + retry_in
                 self._pending = True  # the vault still has to be pushed once the API is back
-            kind = "down" if self._failures == 1 else "retry"
+            # quiet while it fails the same way; a new way (timeouts, then a refused token) is news
+            changed = result.failure != self._failure
+            self._failure = result.failure
+            kind = "down" if self._failures == 1 or changed else "retry"
             return PushEvent(kind, result, failures=self._failures, retry_in=retry_in)

@@ -279,6 +279,7 @@ class VaultWatcher:
         self._poll_interval = poll_interval
         self.debouncer = Debouncer(callback, quiet=quiet, max_wait=max_wait, max_hold=max_hold, on_error=on_error)
         self._observer: Any = None
+        self._root_lost = False
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -326,6 +327,16 @@ class VaultWatcher:
             except Exception:
                 pass
         self.debouncer.stop(timeout)
+
+    @property
+    def watching(self) -> bool:
+        """True while changes are being seen: started, not stopped, and the vault folder itself was not
+        deleted. The system stops watching a deleted folder, and a folder made again under the same
+        name is a new one: start a new `VaultWatcher` on it."""
+        observer = self._observer
+        if observer is None or self._root_lost or not observer.is_alive():
+            return False
+        return all(emitter.is_alive() for emitter in observer.emitters)
 
     def __enter__(self) -> VaultWatcher:
         self.start()
@@ -380,6 +391,8 @@ class _Handler:
             self._accept(dest, writing=False)  # the new name is complete (an atomic save lands here)
             return
         if event.is_directory:
+            if rel == "" and kind == "deleted":  # the vault folder itself: watchdog stops watching it
+                self._watcher._root_lost = True
             if kind in ("created", "deleted"):
                 self._accept(rel, writing=False)
             return

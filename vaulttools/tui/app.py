@@ -9,8 +9,10 @@ screen does the rest (see `vaulttools.tui.screens.main`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -62,6 +64,27 @@ class VaultApp(App[None]):
         self.watch_vault = watch
         self.check_api_enabled = check_api
         self.main_screen: MainScreen | None = None
+        #: The exception that stopped the app, if one did (a bug of ours: `run` raises it again).
+        self.crash: BaseException | None = None
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """`App.run`, except that an exception that stopped the app is raised again once the terminal is
+        given back: Textual returns normally, and `vaulttools tui` would exit 0 after a crash. The command
+        line turns it into one line on stderr and exit status 2."""
+        result = super().run(*args, **kwargs)
+        if self.crash is not None:
+            raise self.crash
+        return result
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for an exception nothing caught: it stops the app and prints a traceback (with
+        # local variables) after it. Keep the exception for `run`, and the traceback for
+        # VAULTTOOLS_DEBUG=1, as every other command does.
+        if self.crash is None:
+            self.crash = error
+        super()._handle_exception(error)
+        if not os.environ.get("VAULTTOOLS_DEBUG"):
+            self._exit_renderables.clear()
 
     def on_mount(self) -> None:
         self.main_screen = MainScreen(self.backend, watch=self.watch_vault, check_api=self.check_api_enabled)

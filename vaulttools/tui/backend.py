@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "BackendError",
+    "VaultMissing",
     "LinkRow",
     "NoteDetail",
     "NoteRow",
@@ -67,6 +68,10 @@ API_TIMEOUT = 1.5
 
 class BackendError(Exception):
     """Something the user must be told in one line (missing vault, unreadable taxonomy, ...)."""
+
+
+class VaultMissing(BackendError):
+    """The vault folder is gone (deleted or moved away while the app runs)."""
 
 
 # -- plain data handed to the UI (immutable: safe to read on any thread) --------------------------------
@@ -249,6 +254,7 @@ class Backend:
         self._ready = threading.Event()  # the LiveVault exists (or loading failed): batches may be applied
         self._stopping = False
         self._watcher: Any = None
+        self._watch_args: tuple[Any, ...] | None = None  # how the watcher was started, to start it again
         self._own_index = False
         self._reindex_lock = threading.Lock()
         self._reindexing = False
@@ -419,6 +425,24 @@ class Backend:
         except WatchError as exc:
             raise BackendError(str(exc)) from None
         self._watcher = watcher
+        self._watch_args = (handle, quiet, on_error, poll)
+
+    def _rewatch(self) -> None:
+        """Start watching again when the watch ended because the vault folder went away (the system
+        cannot follow a folder that was deleted and made again: it is a new folder)."""
+        from vaulttools.watcher import VaultWatcher, WatchError
+
+        old = self._watcher
+        if old is None or self._watch_args is None or self._stopping or old.watching:
+            return
+        handle, quiet, on_error, poll = self._watch_args
+        watcher = VaultWatcher(self.root, handle, quiet=quiet, on_error=on_error or (lambda exc: None), poll=poll)
+        try:
+            watcher.start()
+        except WatchError as exc:
+            raise BackendError(f"not watching the vault any more: {exc}") from None
+        self._watcher = watcher
+        old.stop(timeout=2.0)
 
     def stop(self) -> None:
         """Stop watching (safe to call twice, from any thread)."""
@@ -434,12 +458,21 @@ class Backend:
         return live.apply(list(paths)) if live is not None else None
 
     def full_lint(self) -> LiveDelta:
-        """Re-read and re-lint the whole vault (the taxonomy too)."""
+        """Re-read and re-lint the whole vault (the taxonomy too). VaultMissing when the vault folder is
+        gone; when it is back after that, watching starts again first (a save during the check is seen)."""
         live = self.live
         if live is None:
             raise BackendError("the first check is still running")
+        if not self.root.is_dir():
+            raise VaultMissing(f"vault folder not found: {self.root}")
+        self._rewatch()
         started = time.perf_counter()
-        delta = live.reload()
+        try:
+            delta = live.reload()
+        except (FileNotFoundError, NotADirectoryError):  # gone between the look above and the read
+            raise VaultMissing(f"vault folder not found: {self.root}") from None
+        except OSError as exc:
+            raise BackendError(f"cannot read the vault {self.root}: {exc.strerror or exc}") from None
         self.timings["lint"] = time.perf_counter() - started
         if live.note_count() > FREEZE_ABOVE:
             _freeze_heap()

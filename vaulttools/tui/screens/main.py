@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -24,15 +24,17 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
-from vaulttools.tui.backend import Backend, BackendError, NoteDetail, NoteRow, Preview, Summary
+from vaulttools.tui.backend import Backend, BackendError, NoteDetail, NoteRow, Preview, Summary, VaultMissing
 from vaulttools.tui.filters import HELP as FILTER_HELP
 from vaulttools.tui.filters import NoteFilter
 from vaulttools.tui.screens.fix import FixScreen
 from vaulttools.tui.screens.new_note import NewNoteScreen
+from vaulttools.tui.widgets.inputs import TextBox
 from vaulttools.tui.widgets.note_tree import NoteTree
 from vaulttools.tui.widgets.note_view import NoteView
 from vaulttools.tui.widgets.preview import QuestionPreview
 from vaulttools.tui.widgets.summary import VaultSummary
+from vaulttools.tui.words import count
 
 if TYPE_CHECKING:
     from vaulttools.lint.fixes import FileFix
@@ -44,6 +46,8 @@ PREVIEW_DEBOUNCE = 0.25
 FILTER_DEBOUNCE = 0.2
 #: Seconds between two `GET /health` checks of the API.
 API_CHECK_EVERY = 10.0
+#: Seconds between two looks for a vault folder that went away (it is picked up again when it is back).
+VAULT_LOOK_EVERY = 1.0
 
 
 # -- messages from the threads --------------------------------------------------------------------------
@@ -81,14 +85,29 @@ class LoadFailed(Message):
         self.message = message
 
 
-class VaultChanged(Message):
-    """A burst of changes was applied: the rows it touched (None: gone) and the new summary."""
+class LintEnded(Message):
+    """The full check started by `l` is over, whatever happened to it (a failure says so itself)."""
 
-    def __init__(self, delta: LiveDelta, rows: dict[str, NoteRow | None], summary: Summary) -> None:
+
+class LintFailed(Message):
+    def __init__(self, message: str, missing: bool) -> None:
+        super().__init__()
+        self.message = message
+        self.missing = missing  # the vault folder is gone
+
+
+class VaultChanged(Message):
+    """A burst of changes was applied: the rows it touched (None: gone) and the new summary; `missing`
+    when the vault folder itself is gone after it (deleted or moved away)."""
+
+    def __init__(
+        self, delta: LiveDelta, rows: dict[str, NoteRow | None], summary: Summary, missing: bool = False
+    ) -> None:
         super().__init__()
         self.delta = delta
         self.rows = rows
         self.summary = summary
+        self.missing = missing
 
 
 class DetailReady(Message):
@@ -148,22 +167,27 @@ def _paths_of(delta: LiveDelta) -> set[str]:
 
 
 class MainScreen(Screen[None]):
+    # Priority bindings: the app runs them the moment it reads the key, before it reads the next one. A
+    # plain binding is run only once the key has bubbled up from the focused widget, and keys typed right
+    # after it were by then already handed to that widget: `f` then `rust` typed at once sent `r` to the
+    # tree (a reload) before the filter box got the focus. A box that takes the typed text (the filter,
+    # the question) still gets these letters: Textual leaves out the bindings of keys an Input consumes.
     BINDINGS = [
-        Binding("slash", "ask", "Ask"),
-        Binding("p", "problems", "Problems"),
-        Binding("x", "fix", "Fix"),
-        Binding("n", "new_note", "New"),
-        Binding("e", "edit", "Edit"),
-        Binding("o", "obsidian", "Obsidian"),
-        Binding("l", "lint", "Lint"),
-        Binding("r", "reload", "Reload"),
-        Binding("q", "app.quit", "Quit"),
-        Binding("f", "filter", "Filter", show=False),
-        Binding("s", "summary", "Summary", show=False),
-        Binding("v", "note", "Note", show=False),
-        Binding("k", "links", "Links of the note", show=False),
-        Binding("right_square_bracket", "next_problem", "Next note with problems", show=False),
-        Binding("escape", "back", "Tree"),
+        Binding("slash", "ask", "Ask", priority=True),
+        Binding("p", "problems", "Problems", priority=True),
+        Binding("x", "fix", "Fix", priority=True),
+        Binding("n", "new_note", "New", priority=True),
+        Binding("e", "edit", "Edit", priority=True),
+        Binding("o", "obsidian", "Obsidian", priority=True),
+        Binding("l", "lint", "Lint", priority=True),
+        Binding("r", "reload", "Reload", priority=True),
+        Binding("q", "app.quit", "Quit", priority=True),
+        Binding("f", "filter", "Filter", show=False, priority=True),
+        Binding("s", "summary", "Summary", show=False, priority=True),
+        Binding("v", "note", "Note", show=False, priority=True),
+        Binding("k", "links", "Links of the note", show=False, priority=True),
+        Binding("right_square_bracket", "next_problem", "Next note with problems", show=False, priority=True),
+        Binding("escape", "back", "Tree", priority=True),
     ]
 
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (160, "-very-wide")]
@@ -189,13 +213,15 @@ class MainScreen(Screen[None]):
         self._preview_timer: Timer | None = None
         self._filter_timer: Timer | None = None
         self._lint_running = False
+        self.missing: str | None = None  # "vault folder not found: PATH" while the folder is gone
+        self._look_timer: Timer | None = None
         self._painted = threading.Event()  # the tree has been drawn once: the full read may take the CPU
 
     # -- layout -----------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield Input(placeholder="filter: name type: rule: has:", id="filter", compact=True)
+                yield TextBox(placeholder="filter: name type: rule: has:", id="filter", compact=True)
                 yield Static("", id="filter-status")
                 yield NoteTree(id="tree")
             with TabbedContent(id="tabs", initial="tab-summary"):
@@ -213,7 +239,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self._update_status()
         self._update_filter_status()
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
         self._spawn(self._load_thread, "tui-load")
         if self.check_api:
             self._check_api()
@@ -276,7 +302,8 @@ class MainScreen(Screen[None]):
         paths = _paths_of(delta)
         rows = {r.path: r for r in self.backend.rows_all()} if delta.taxonomy_reloaded else None
         changed = self.backend.rows(paths) if rows is None else {p: rows.get(p) for p in set(rows) | paths}
-        self._post(VaultChanged(delta, changed, self.backend.summary()))
+        # a vault folder deleted as a whole arrives as every note deleted: say that, not "all clean"
+        self._post(VaultChanged(delta, changed, self.backend.summary(), missing=not self.backend.root.is_dir()))
         if self.backend.own_index and delta.vault_changed:  # big vault: the preview follows a bit later
             self._spawn(self._reindex_thread, "tui-reindex")
 
@@ -315,7 +342,7 @@ class MainScreen(Screen[None]):
     def on_index_ready(self, _: IndexReady) -> None:
         self.index_ready = True
         if not self.linted:
-            self.busy = f"checking {len(self.query_one(NoteTree).rows)} notes…"
+            self.busy = f"checking {count(len(self.query_one(NoteTree).rows), 'note')}…"
         self._update_status()
         self._run_preview(now=True)
 
@@ -323,6 +350,8 @@ class MainScreen(Screen[None]):
         self.linted = True
         self._lint_running = False
         self.busy = None
+        self.failed = None  # a full check that worked: the vault is readable again
+        self._set_missing(None)
         tree = self.query_one(NoteTree)
         shown = tree.shown
         tree.rows = {r.path: r for r in message.rows}
@@ -344,8 +373,9 @@ class MainScreen(Screen[None]):
         if message.delta is not None:
             s = message.summary
             d = message.delta
-            self.app.notify(
-                f"Full check: {s.errors} errors, {s.warnings} warnings in {s.notes_with_problems} notes"
+            self._tell(
+                f"Full check: {count(s.errors, 'error')}, {count(s.warnings, 'warning')}"
+                f" in {count(s.notes_with_problems, 'note')}"
                 f" ({len(d.new)} new, {len(d.fixed)} fixed since the last check).",
                 title="Lint",
             )
@@ -357,12 +387,45 @@ class MainScreen(Screen[None]):
         self._update_status()
         self.query_one("#health", Static).update(Text(f"✗ {message.message}", style="bold red"))
         self.query_one(NoteView).show(None, message=message.message)
-        self.app.notify(message.message, title="Cannot open the vault", severity="error", timeout=30)
+        self._tell(message.message, title="Cannot open the vault", severity="error", timeout=30)
+
+    def on_lint_failed(self, message: LintFailed) -> None:
+        # another failure means the folder is there (unreadable, say): stop looking for it
+        self._set_missing(message.message if message.missing else None)
+        self._tell(message.message, title="Lint", severity="error", timeout=10)
+
+    def on_lint_ended(self, _: LintEnded) -> None:
+        self._lint_running = False
+        self._update_status()
+
+    # -- a vault folder that goes away ------------------------------------------------------------------
+    def _set_missing(self, message: str | None) -> None:
+        """Enter (message) or leave (None) the "vault folder not found" state. While in it, the folder is
+        looked for every second and checked again in full as soon as it is back."""
+        if message == self.missing:
+            return
+        self.missing = message
+        if message is None:
+            if self._look_timer is not None:
+                self._look_timer.stop()
+                self._look_timer = None
+        elif self._look_timer is None:
+            self._look_timer = self.set_interval(VAULT_LOOK_EVERY, self._look_for_vault)
+        if self.summary is not None:
+            self.query_one(VaultSummary).show(self.summary, missing=self.missing)
+        self._update_status()
+        self._update_filter_status()
+
+    def _look_for_vault(self) -> None:
+        if self.missing and not self._lint_running and self.backend.root.is_dir():
+            self._start_lint()
 
     # -- live changes -----------------------------------------------------------------------------------
     def on_vault_changed(self, message: VaultChanged) -> None:
         tree = self.query_one(NoteTree)
         tree.update_rows(message.rows)
+        if message.missing:
+            self._set_missing(f"vault folder not found: {self.backend.root}")
         self._show_summary(message.summary)
         self._update_filter_status()
         delta = message.delta
@@ -426,14 +489,14 @@ class MainScreen(Screen[None]):
 
     def on_question_preview_open_note(self, message: QuestionPreview.OpenNote) -> None:
         # focus the tree first: a focused widget left in a hidden tab would pull its tab back
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
         self._go_to(message.path)
 
     def _go_to(self, path: str) -> None:
         tree = self.query_one(NoteTree)
         was_filtered = tree.filter.active
         if not tree.select_path(path):
-            self.app.notify(f"{path} is not a note of this vault (an attachment?)", severity="warning")
+            self._tell(f"{path} is not a note of this vault (an attachment?)", severity="warning")
             return
         if was_filtered and not tree.filter.active:  # the filter hid it and was cleared
             self.query_one("#filter", Input).value = ""
@@ -452,7 +515,7 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, _: Input.Submitted) -> None:
         self._apply_filter()
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
 
     def _apply_filter(self) -> None:
         flt = NoteFilter.parse(self.query_one("#filter", Input).value)
@@ -468,17 +531,21 @@ class MainScreen(Screen[None]):
         flt = tree.filter
         if self.failed:
             text.append("no vault", style="red")
+        elif self.missing:
+            text.append("vault folder not found", style="bold red")
         elif not total and self.busy:
             text.append(self.busy, style="dim")
         elif flt.active:
-            text.append(f"{len(tree.shown)} of {total} notes match", style="bold")
+            text.append(f"{len(tree.shown)} of {count(total, 'note')} match", style="bold")
         else:
             with_problems = sum(1 for r in tree.rows.values() if r.problems)
-            text.append(f"{total} notes", style="bold")
+            text.append(count(total, "note"), style="bold")
             if self.linted:
                 text.append(f", {with_problems} with problems" if with_problems else ", all clean")
         errors = NoteFilter.parse(self.query_one("#filter", Input).value).errors
-        if errors:
+        if self.missing:
+            text.append("\nlooking for it again every second", style="dim")
+        elif errors:
             text.append(f"\n? {' '.join(errors)} — try: {FILTER_HELP}", style="yellow")
         elif not flt.active:
             text.append("\n✗ errors ! warnings · p: filter", style="dim")
@@ -494,8 +561,7 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#question")
     def _question_submitted(self, _: Input.Submitted) -> None:
         self._run_preview(now=True)
-        results = self.query_one("#results")
-        results.focus()
+        self.set_focus(self.query_one("#results"))
 
     def _run_preview(self, now: bool = False) -> None:
         if self._preview_timer is not None:
@@ -536,39 +602,16 @@ class MainScreen(Screen[None]):
         if self.summary is not None and self.summary.linted and not summary.linted:
             return  # computed on a worker before the first lint finished, and arrived after it: stale
         self.summary = summary
-        self.query_one(VaultSummary).show(summary)
+        self.query_one(VaultSummary).show(summary, missing=self.missing)
         self._update_status()
 
     def on_vault_summary_filter_rule(self, message: VaultSummary.FilterRule) -> None:
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
         box = self.query_one("#filter", Input)
         box.value = f"rule:{message.rule}"
         self._apply_filter()
-        tree = self.query_one(NoteTree)
-        tree.focus()
 
     def _update_status(self) -> None:
-        left = Text()
-        left.append(f" {self.backend.vault_name}", style="bold")
-        s = self.summary
-        if self.failed:
-            left.append(" · cannot open the vault", style="bold red")
-        elif self.busy:
-            if s is not None:
-                left.append(f" · {s.notes} notes")
-            left.append(f" · {self.busy}", style="italic")
-        elif s is not None:
-            left.append(f" · {s.notes} notes · ")
-            if s.errors or s.warnings:
-                left.append(f"✗{s.errors}", style="bold red")
-                left.append(" ")
-                left.append(f"!{s.warnings}", style="yellow")
-                left.append(f" in {s.notes_with_problems} note{'s' * (s.notes_with_problems != 1)}")
-            else:
-                left.append("✓ clean", style="green")
-        if self._lint_running:
-            left.append(" · linting…", style="italic")
-        self.query_one("#status-vault", Static).update(left)
         right = Text()
         right.append("API ")
         style = "green" if self.api_up else ("red" if self.api_up is False else "dim")
@@ -577,6 +620,43 @@ class MainScreen(Screen[None]):
         right.append(self.last_reload or "none yet", style="dim" if self.last_reload is None else "")
         right.append(" ")
         self.query_one("#status-api", Static).update(right)
+        # The left half gets what the right half leaves (its Static is `1fr`): on a narrow terminal the
+        # note count goes first (the tree and the summary show it too), then the end is cut with "…".
+        room = self.size.width - right.cell_len - 1  # the right half's padding
+        left = self._status_left(with_count=True)
+        if left.cell_len > room:
+            left = self._status_left(with_count=False)
+        left.no_wrap = True
+        left.overflow = "ellipsis"
+        self.query_one("#status-vault", Static).update(left)
+
+    def on_resize(self, _: events.Resize) -> None:
+        self._update_status()
+
+    def _status_left(self, *, with_count: bool) -> Text:
+        left = Text()
+        left.append(f" {self.backend.vault_name}", style="bold")
+        s = self.summary
+        notes = f" · {count(s.notes, 'note')}" if s is not None and with_count else ""
+        if self.failed:
+            left.append(" · cannot open the vault", style="bold red")
+        elif self.missing:
+            left.append(f" · {self.missing}", style="bold red")
+        elif self.busy:
+            left.append(notes)
+            left.append(f" · {self.busy}", style="italic")
+        elif s is not None:
+            left.append(notes + " · ")
+            if s.errors or s.warnings:
+                left.append(f"✗{s.errors}", style="bold red")
+                left.append(" ")
+                left.append(f"!{s.warnings}", style="yellow")
+                left.append(f" in {count(s.notes_with_problems, 'note')}")
+            else:
+                left.append("✓ clean", style="green")
+        if self._lint_running:
+            left.append(" · linting…", style="italic")
+        return left
 
     def _check_api(self) -> None:
         def work() -> None:
@@ -593,16 +673,17 @@ class MainScreen(Screen[None]):
     # -- actions ----------------------------------------------------------------------------------------
     def _note_or_warn(self) -> str | None:
         if self.current is None or self.current not in self.query_one(NoteTree).rows:
-            self.app.notify("Pick a note in the tree first (↑ ↓).", severity="warning")
+            self._tell("Pick a note in the tree first (↑ ↓).", severity="warning")
             return None
         return self.current
 
     def action_ask(self) -> None:
         self.query_one(TabbedContent).active = "tab-ask"
-        self.query_one("#question", Input).focus()
+        self.set_focus(self.query_one("#question", Input))
 
     def action_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        # now, not after a refresh (`Widget.focus`): the keys typed right after `f` are the filter's
+        self.set_focus(self.query_one("#filter", Input))
 
     def action_summary(self) -> None:
         self.query_one(TabbedContent).active = "tab-summary"
@@ -620,12 +701,11 @@ class MainScreen(Screen[None]):
         if self._note_or_warn() is None:
             return
         self.query_one(TabbedContent).active = "tab-note"
-        links = self.query_one("#note-links")
-        links.focus()
+        self.set_focus(self.query_one("#note-links"))
         self.call_after_refresh(self.query_one(NoteView).scroll_to_widget, self.query_one("#links-title"), top=True)
 
     def action_back(self) -> None:
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
 
     def action_problems(self) -> None:
         """Toggle `has:problems` in the filter."""
@@ -637,35 +717,41 @@ class MainScreen(Screen[None]):
             words.append("has:problems")
         box.value = " ".join(words)
         self._apply_filter()
-        self.query_one(NoteTree).focus()
+        self.set_focus(self.query_one(NoteTree))
         if not self.linted:
-            self.app.notify("The first check is still running: badges and this filter fill in when it ends.")
+            self._tell("The first check is still running: badges and this filter fill in when it ends.")
 
     def action_next_problem(self) -> None:
         tree = self.query_one(NoteTree)
         path = tree.next_with_problems(self.current)
         if path is None:
-            self.app.notify("No note with problems is shown.")
+            self._tell("No note with problems is shown.")
             return
         self._go_to(path)
 
     def action_lint(self) -> None:
         if self.failed and not self.linted:
-            self.app.notify(self.failed, severity="error")
+            self._tell(self.failed, severity="error")
             return
         if not self.linted or self._lint_running:
-            self.app.notify("A check is already running.")
+            self._tell("A check is already running.")
             return
+        self._start_lint()
+
+    def _start_lint(self) -> None:
         self._lint_running = True
         self._update_status()
 
         def work() -> None:
             try:
                 delta = self.backend.full_lint()
+                self._post(Linted(self.backend.rows_all(), self.backend.summary(), delta))
+            except VaultMissing as exc:
+                self._post(LintFailed(str(exc), missing=True))
             except BackendError as exc:
-                self._post(LoadFailed(str(exc)))
-                return
-            self._post(Linted(self.backend.rows_all(), self.backend.summary(), delta))
+                self._post(LintFailed(str(exc), missing=False))
+            finally:  # whatever happened (even a bug of ours, reported by `_spawn`), `l` must work again
+                self._post(LintEnded())
 
         self._spawn(work, "tui-lint")
 
@@ -674,7 +760,7 @@ class MainScreen(Screen[None]):
         if path is None:
             return
         if not self.linted:
-            self.app.notify("The first check is still running; try again in a moment.")
+            self._tell("The first check is still running; try again in a moment.")
             return
 
         def work() -> None:
@@ -692,22 +778,22 @@ class MainScreen(Screen[None]):
         if fix is None or (not fix.changed and not fix.error):
             row = self.query_one(NoteTree).rows.get(message.path)
             if row is not None and row.problems:
-                self.app.notify(
+                self._tell(
                     f"No safe automatic fix for {message.path}: its problems need you (e to edit it).",
                     severity="warning",
                 )
             else:
-                self.app.notify(f"Nothing to fix in {message.path}.")
+                self._tell(f"Nothing to fix in {message.path}.")
             return
         if fix.error:
-            self.app.notify(fix.error, severity="error")
+            self._tell(fix.error, severity="error")
             return
 
         def confirmed(ok: bool | None) -> None:
             if ok:
                 self._write_fix(fix)
             else:
-                self.app.notify("Nothing written.")
+                self._tell("Nothing written.")
 
         self.app.push_screen(FixScreen(fix), confirmed)
 
@@ -727,7 +813,7 @@ class MainScreen(Screen[None]):
 
     def action_new_note(self) -> None:
         if self.failed:
-            self.app.notify(self.failed, severity="error")
+            self._tell(self.failed, severity="error")
             return
         default = "projet"
         row = self.query_one(NoteTree).rows.get(self.current or "")
@@ -752,7 +838,7 @@ class MainScreen(Screen[None]):
         self._show_summary(summary)
         self._update_filter_status()
         self._go_to(path)
-        self.app.notify(f"Created {path} (private until you publish it). Press e to write it.", title="New note")
+        self._tell(f"Created {path} (private until you publish it). Press e to write it.", title="New note")
 
     def action_edit(self) -> None:
         path = self._note_or_warn()
@@ -760,19 +846,19 @@ class MainScreen(Screen[None]):
             return
         argv = self.backend.editor_command(path)
         if argv is None:
-            self.app.notify(f"Set $EDITOR to edit notes from here; the file is {self.backend.absolute(path)}", severity="warning")
+            self._tell(f"Set $EDITOR to edit notes from here; the file is {self.backend.absolute(path)}", severity="warning")
             return
         try:
             with self.app.suspend():
                 result = subprocess.run(argv, check=False)
         except SuspendNotSupported:
-            self.app.notify(f"This terminal cannot hand over to an editor; the file is {self.backend.absolute(path)}", severity="warning")
+            self._tell(f"This terminal cannot hand over to an editor; the file is {self.backend.absolute(path)}", severity="warning")
             return
         except OSError as exc:
-            self.app.notify(f"Could not run {argv[0]}: {exc.strerror or exc}", severity="error")
+            self._tell(f"Could not run {argv[0]}: {exc.strerror or exc}", severity="error")
             return
         if result.returncode != 0:
-            self.app.notify(f"{argv[0]} exited with status {result.returncode}", severity="warning")
+            self._tell(f"{argv[0]} exited with status {result.returncode}", severity="warning")
 
         def work() -> None:  # do not wait for the watcher: show the saved note at once
             delta = self.backend.apply([path])
@@ -795,7 +881,7 @@ class MainScreen(Screen[None]):
 
     def action_reload(self) -> None:
         if not self.backend.api:
-            self.app.notify("No API configured: start the TUI with --api URL (or set GRASBOT_API).", severity="warning")
+            self._tell("No API configured: start the TUI with --api URL (or set GRASBOT_API).", severity="warning")
             return
         self.last_reload = "pushing…"
         self._update_status()
@@ -815,16 +901,23 @@ class MainScreen(Screen[None]):
         result = message.result
         if result is None:
             self.last_reload = f"failed {stamp}"
-            self.app.notify(message.error or "reload failed", severity="error")
+            self._tell(message.error or "reload failed", severity="error")
             line = Text(f"{stamp} {message.error}", style="red")
         else:
             self.last_reload = f"{'ok' if result.ok else 'failed'} {stamp}"
             self.api_up = result.ok or result.kind != "unreachable"
             self.api_text = "up" if result.ok else ("down" if result.kind == "unreachable" else f"error {result.status}")
-            self.app.notify(result.summary(), severity="information" if result.ok else "error", title="Reload")
+            self._tell(result.summary(), severity="information" if result.ok else "error", title="Reload")
             line = Text(f"{stamp} {result.summary()}", style="green" if result.ok else "red")
         self.query_one(VaultSummary).show_reload(line)
         self._update_status()
 
     def on_notice(self, message: Notice) -> None:
-        self.app.notify(message.text, severity=message.severity, timeout=message.timeout)  # type: ignore[arg-type]
+        self._tell(message.text, severity=message.severity, timeout=message.timeout)
+
+    def _tell(
+        self, text: str, *, title: str = "", severity: str = "information", timeout: float | None = None
+    ) -> None:
+        """A notification, shown verbatim: the text holds note paths and messages, where `[x]` is no markup
+        (Textual's default would parse it, and `[/x]` would stop the app)."""
+        self.app.notify(text, title=title, severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]

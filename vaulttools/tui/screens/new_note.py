@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
 from vaulttools.tui.backend import Backend, BackendError
+from vaulttools.tui.widgets.inputs import TextBox
 
 
 class NewNoteScreen(ModalScreen[str | None]):
@@ -31,7 +32,7 @@ class NewNoteScreen(ModalScreen[str | None]):
         with Vertical(id="new-dialog", classes="dialog"):
             yield Static(Text("New note from a template (same as `vaulttools new`)", style="bold"))
             yield Select([(t, t) for t in types], value=self.initial_type, allow_blank=False, id="new-type")
-            yield Input(placeholder="Title, e.g. Robot suiveur de ligne", id="new-title")
+            yield TextBox(placeholder="Title, e.g. Robot suiveur de ligne", id="new-title")
             yield Static(
                 Text("Slug and file name come from the title. The note starts private: set "
                      "`visibility: public` once it is written and reviewed.", style="dim"),  # fmt: skip

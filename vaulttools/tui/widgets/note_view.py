@@ -72,7 +72,9 @@ def fields_table(detail: NoteDetail) -> Table | Text:
     table.add_column("field", style="cyan", no_wrap=True)
     table.add_column("value", ratio=1, overflow="fold")
     for key, value in note.meta.items():
-        table.add_row(str(key), _value_text(value))
+        # Text, not str: a str cell is parsed as rich markup, and note values are full of brackets
+        # (`[[wikilinks]]` vanished, an alias `[/x] ...` stopped the app)
+        table.add_row(Text(str(key)), Text(_value_text(value)))
     return table
 
 
@@ -108,7 +110,7 @@ class NoteView(VerticalScroll):
             self.path = path
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+        super().__init__(id=id, classes="-no-note")
         self.detail: NoteDetail | None = None
         self._targets: list[str | None] = []
 
@@ -127,11 +129,14 @@ class NoteView(VerticalScroll):
         same_note = self.detail is not None and detail is not None and self.detail.path == detail.path
         self.detail = detail
         head = self.query_one("#note-head", Static)
+        self.set_class(detail is None, "-no-note")  # no note: only the head line, no empty sections
         if detail is None:
             head.update(Text(message or "This note is gone (deleted or moved).", style="yellow"))
             for wid in ("#note-problems", "#note-fields"):
                 self.query_one(wid, Static).update("")
             self.query_one("#note-links", OptionList).clear_options()
+            self._targets = []
+            self.query_one("#links-title", Static).update(Text("Links"))
             self.query_one("#note-body", Markdown).update("")
             return
         head.update(self._head(detail))
@@ -188,7 +193,7 @@ class NoteView(VerticalScroll):
         title = f"Links: {len(detail.links)} out, {len(detail.backlinks)} back"
         if detail.links or detail.backlinks:
             title += " — k jumps here, Enter follows one"
-        self.query_one("#links-title", Static).update(title)
+        self.query_one("#links-title", Static).update(Text(title))
         if highlighted is not None and highlighted < len(options):
             links.highlighted = highlighted
 

@@ -11,10 +11,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from vaulttools.tui.backend import Preview, PreviewRow
+from vaulttools.tui.widgets.inputs import TextBox
+from vaulttools.tui.words import count
 
 PLACEHOLDER = "Ask as a visitor would, e.g. « C'est quoi ce projet ? »"
 
@@ -54,7 +56,7 @@ def verdict_text(preview: Preview) -> Text:
     else:
         text.append("grounded: no", style="bold yellow")
         text.append(" — no credible source: it must not invent", style="dim")
-    text.append(f"\n{len(preview.rows)} of {preview.candidates} public notes · prompt: ", style="dim")
+    text.append(f"\n{len(preview.rows)} of {count(preview.candidates, 'public note')} · prompt: ", style="dim")
     whole = sum(1 for r in preview.rows if r.prompt == "whole")
     text.append(f"{whole} whole, {len(preview.rows) - whole} cut", style="dim")
     return text
@@ -72,7 +74,7 @@ class QuestionPreview(Vertical):
         self._paths: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder=PLACEHOLDER, id="question")
+        yield TextBox(placeholder=PLACEHOLDER, id="question")
         yield Static(Text("Type a question: the notes GrasBot would retrieve appear below, best first.", style="dim"), id="verdict")
         yield OptionList(id="results")
 

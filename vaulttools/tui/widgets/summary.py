@@ -11,6 +11,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from vaulttools.tui.backend import Summary
+from vaulttools.tui.words import count
 
 GETTING_STARTED: tuple[tuple[str, str], ...] = (
     ("↑ ↓", "pick a note, see what is wrong"),
@@ -31,17 +32,21 @@ def getting_started() -> Table:
     return table
 
 
-def health_text(summary: Summary) -> Text:
+def health_text(summary: Summary, missing: str | None = None) -> Text:
+    """Name, size, problems and taxonomy; `missing` (the vault folder is gone) replaces the problems."""
     text = Text()
     text.append(f"{summary.vault_name}", style="bold")
-    text.append(f"  {summary.notes} notes, {summary.private} private\n")
-    if not summary.linted:
+    text.append(f"  {count(summary.notes, 'note')}, {summary.private} private\n")
+    if missing:
+        text.append(f"✗ {missing}", style="bold red")
+        text.append("\nit is checked again as soon as it is back (or press l)", style="dim")
+    elif not summary.linted:
         text.append("checking the vault…", style="dim")
     elif summary.errors or summary.warnings:
-        text.append(f"✗ {summary.errors} errors", style="bold red")
+        text.append(f"✗ {count(summary.errors, 'error')}", style="bold red")
         text.append(" · ")
-        text.append(f"! {summary.warnings} warnings", style="yellow")
-        text.append(f" in {summary.notes_with_problems} notes")
+        text.append(f"! {count(summary.warnings, 'warning')}", style="yellow")
+        text.append(f" in {count(summary.notes_with_problems, 'note')}")
         if summary.fixable_notes:
             text.append(f" · {summary.fixable_notes} with safe fixes", style="green")
     else:
@@ -62,8 +67,8 @@ def types_table(summary: Summary) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column("type", style="cyan")
     table.add_column("notes", justify="right")
-    for name, count in summary.by_type:
-        table.add_row(name, str(count))
+    for name, notes in summary.by_type:
+        table.add_row(Text(name), str(notes))  # Text: a type is the note's own words, `[x]` is no markup
     return table
 
 
@@ -96,8 +101,8 @@ class VaultSummary(VerticalScroll):
         yield Static("API", classes="section")
         yield Static(Text("no reload pushed yet (r pushes one)", style="dim"), id="reload-status")
 
-    def show(self, summary: Summary) -> None:
-        self.query_one("#health", Static).update(health_text(summary))
+    def show(self, summary: Summary, *, missing: str | None = None) -> None:
+        self.query_one("#health", Static).update(health_text(summary, missing))
         self.query_one("#types", Static).update(types_table(summary))
         rules = self.query_one("#rules", OptionList)
         highlighted = rules.highlighted
