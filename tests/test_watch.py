@@ -470,3 +470,35 @@ def test_watching_ends_when_the_vault_folder_is_deleted(tmp_path: Path) -> None:
     finally:
         watcher.stop()
     assert not watcher.watching
+
+
+def test_stop_summary_names_the_last_failure_in_words() -> None:
+    import io
+
+    out = io.StringIO()
+    reporter = watch.Reporter(out, "text")
+    stats = watch.Stats(batches=1, reloads_sent=3, reloads_ok=0, reloads_failed=3,
+                        last_failure="HTTP 401: missing or wrong bearer token (unauthorized)")
+    reporter.stop("interrupt", stats, None)
+    line = out.getvalue()
+    assert "1 change checked, reloads: 0 ok, 3 failed attempts (the last: HTTP 401: missing or wrong bearer token" in line
+    assert "now 0 notes, 0 errors, 0 warnings" in line
+
+
+def test_a_deleted_vault_folder_ends_the_watch_with_a_message(tmp_path: Path) -> None:
+    import shutil
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: A\n---\nUne note.\n", encoding="utf-8")
+    args = build_parser().parse_args(["watch", str(vault), "--format", "json", "--no-reload"])
+    sink = Sink()
+    outcome: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("rc", watch.run(args, threading.Event(), sink)), daemon=True)
+    thread.start()
+    assert sink.wait(lambda: sink.of("start"), 60)
+    shutil.rmtree(vault)
+    thread.join(15)
+    assert outcome.get("rc") == 1
+    assert any("the vault folder is gone" in e["message"] for e in sink.of("error"))
+    assert sink.of("stop")[0]["reason"] == "vault folder gone"

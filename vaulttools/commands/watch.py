@@ -51,6 +51,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
 from vaulttools.commands.reload import add_api_arguments, api_url
+from vaulttools.words import count
 
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
@@ -150,6 +151,7 @@ class Stats:
     reloads_sent: int = 0
     reloads_ok: int = 0
     reloads_failed: int = 0
+    last_failure: str | None = None  # the last failed reload, in a few words (None once one succeeded)
 
 
 class Reporter:
@@ -215,11 +217,11 @@ class Reporter:
         t = _clock()
         pad = " " * (len(t) + 1)
         by_rule = Counter(d.rule for d in live.diagnostics())
-        status = [(f"{counts['error']} errors", "bold red" if counts["error"] else "green"),
-                  (", ", ""), (f"{counts['warning']} warnings", "yellow" if counts["warning"] else "green")]  # fmt: skip
+        status = [(count(counts["error"], "error"), "bold red" if counts["error"] else "green"),
+                  (", ", ""), (count(counts["warning"], "warning"), "yellow" if counts["warning"] else "green")]  # fmt: skip
         taxonomy = f"against {tax.name}" if tax else "without a taxonomy (structural rules only)"
         lines = [[(t + " ", "dim"), ("watching ", ""), (str(live.root), "bold"),
-                  (f" ({live.note_count()} notes, {taxonomy}, checked in {elapsed_ms:.0f} ms): ", ""), *status]]  # fmt: skip
+                  (f" ({count(live.note_count(), 'note')}, {taxonomy}, checked in {elapsed_ms:.0f} ms): ", ""), *status]]  # fmt: skip
         if tax_error:
             lines.append([(pad, ""), (f"taxonomy not usable: {tax_error}", "red")])
         for notice in live.notices:
@@ -340,16 +342,18 @@ class Reporter:
             return
         reloads = ""
         if stats.reloads_sent:
-            failed = f", {stats.reloads_failed} failed attempts" if stats.reloads_failed else ""
-            reloads = f", reloads: {stats.reloads_ok} ok{failed}"
+            failed = f", {count(stats.reloads_failed, 'failed attempt')}" if stats.reloads_failed else ""
+            last = f" (the last: {stats.last_failure})" if stats.last_failure else ""
+            reloads = f", reloads: {stats.reloads_ok} ok{failed}{last}"
         notes = live.note_count() if live is not None else 0
         if reason == "interrupt" and self.console.is_terminal:
             self._write("\n")  # the terminal echoed ^C: start the summary on a line of its own
         self._lines([[
             (_clock() + " ", "dim"), ("stopped", "bold"),
-            (f" after {_duration(uptime)}: {stats.batches} changes checked{reloads}; "
-             f"{stats.new} new and {stats.fixed} fixed problems this session; "
-             f"now {notes} notes, {counts['error']} errors, {counts['warning']} warnings", ""),
+            (f" after {_duration(uptime)}: {count(stats.batches, 'change')} checked{reloads}; "
+             f"{stats.new} new and {stats.fixed} fixed {'problem' if stats.new + stats.fixed == 1 else 'problems'} "
+             f"this session; now {count(notes, 'note')}, {count(counts['error'], 'error')}, "
+             f"{count(counts['warning'], 'warning')}", ""),
         ]])  # fmt: skip
 
 
@@ -379,8 +383,10 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
     def on_push(event: PushEvent) -> None:
         if event.result.ok:
             stats.reloads_ok += 1
+            stats.last_failure = None
         else:
             stats.reloads_failed += 1
+            stats.last_failure = event.result.summary().removeprefix("reload failed: ")
         stats.reloads_sent += 1
         reporter.push(event)
 
@@ -440,6 +446,10 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
             if reporter.broken.is_set():
                 reason[0] = "output closed"
                 break
+            if not watcher.watching or not root.is_dir():  # deleted, or moved away: nothing left to watch
+                reporter.error(f"the vault folder is gone: {root}; nothing left to watch")
+                reason[0] = "vault folder gone"
+                break
     finally:
         ready.set()  # a batch waiting for the first check must not hang the shutdown
         restore()
@@ -447,7 +457,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
         if pusher is not None:
             pusher.close(timeout=1.0)
     reporter.stop(reason[0], stats, state["live"])
-    return 0
+    return 1 if reason[0] == "vault folder gone" else 0
 
 
 def _install_signal_handlers(stop: threading.Event, reason: list[str], started: threading.Event) -> Any:

@@ -34,7 +34,7 @@ from vaulttools.tui.widgets.note_tree import NoteTree
 from vaulttools.tui.widgets.note_view import NoteView
 from vaulttools.tui.widgets.preview import QuestionPreview
 from vaulttools.tui.widgets.summary import VaultSummary
-from vaulttools.tui.words import count
+from vaulttools.words import count
 
 if TYPE_CHECKING:
     from vaulttools.lint.fixes import FileFix

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from vaulttools.tui.backend import Preview, PreviewRow
 from vaulttools.tui.widgets.inputs import TextBox
-from vaulttools.tui.words import count
+from vaulttools.words import count
 
 PLACEHOLDER = "Ask as a visitor would, e.g. « C'est quoi ce projet ? »"
 

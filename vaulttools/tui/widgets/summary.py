@@ -11,7 +11,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from vaulttools.tui.backend import Summary
-from vaulttools.tui.words import count
+from vaulttools.words import count
 
 GETTING_STARTED: tuple[tuple[str, str], ...] = (
     ("↑ ↓", "pick a note, see what is wrong"),
