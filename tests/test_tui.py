@@ -22,7 +22,7 @@ from rich.console import Console
 
 pytest.importorskip("textual")
 
-from textual.widgets import Input, OptionList  # noqa: E402
+from textual.widgets import Input, OptionList, Select  # noqa: E402
 
 from tests.conftest import REPO  # noqa: E402
 from vaulttools.cli import main as cli_main  # noqa: E402
@@ -307,6 +307,20 @@ async def test_new_note_from_template(vault: Path) -> None:
         assert (vault / created).is_file()
         assert row(app, created).private  # `vaulttools new` makes it private
         await wait_for(pilot, lambda: screen.current == created, "the new note selected")
+        # with a domain chosen in the form (the taxonomy asks for one), the note starts without that error
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, NewNoteScreen), "the form")
+        domain = app.screen.query_one("#new-domain", Select)
+        assert "ia" in [value for _, value in domain._options]  # the taxonomy's domains
+        domain.value = "ia"
+        app.screen.query_one("#new-title", Input).focus()
+        await pilot.press(*"Serre autonome", "enter")
+        with_domain = "10-Projets/serre-autonome.md"
+        await wait_for(pilot, lambda: row(app, with_domain) is not None, "the second note in the tree")
+        from grasbot.frontmatter import parse_text
+
+        assert parse_text((vault / with_domain).read_text(encoding="utf-8"), with_domain).meta["domains"] == ["ia"]
+        assert "domains-count" not in row(app, with_domain).rules
         # an empty title is refused in the form, nothing is created
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, NewNoteScreen), "the form again")

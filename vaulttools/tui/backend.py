@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -685,7 +685,13 @@ class Backend:
 
         return list(NOTE_TYPES)
 
-    def create_note(self, note_type: str, title: str) -> tuple[str, NewNote]:
+    def domains(self) -> list[str]:
+        """The taxonomy's domains, in its order (empty without a taxonomy or a domain list)."""
+        live = self.live
+        vocabulary = live.taxonomy.vocabularies.get("domains") if live is not None and live.taxonomy else None
+        return list(vocabulary.values) if vocabulary is not None else []
+
+    def create_note(self, note_type: str, title: str, domains: Sequence[str] = ()) -> tuple[str, NewNote]:
         """Create a note from its type's template (`vaulttools new`); returns its vault-relative path.
         BackendError with the reason when nothing was created."""
         from vaulttools.authoring import AuthoringError, create_note
@@ -693,7 +699,7 @@ class Backend:
         live = self.live
         taxonomy = live.taxonomy if live is not None else None
         try:
-            new = create_note(note_type, title, self.root, taxonomy=taxonomy)
+            new = create_note(note_type, title, self.root, taxonomy=taxonomy, domains=domains)
         except AuthoringError as exc:
             raise BackendError(str(exc)) from None
         except OSError as exc:

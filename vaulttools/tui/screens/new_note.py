@@ -32,6 +32,9 @@ class NewNoteScreen(ModalScreen[str | None]):
         with Vertical(id="new-dialog", classes="dialog"):
             yield Static(Text("New note from a template (same as `vaulttools new`)", style="bold"))
             yield Select([(t, t) for t in types], value=self.initial_type, allow_blank=False, id="new-type")
+            domains = self.backend.domains()
+            if domains:  # the taxonomy asks for at least one: without it the note starts with an error
+                yield Select([(d, d) for d in domains], prompt="Domain (from TAXONOMIE.md)", id="new-domain")
             yield TextBox(placeholder="Title, e.g. Robot suiveur de ligne", id="new-title")
             yield Static(
                 Text("Slug and file name come from the title. The note starts private: set "
@@ -65,6 +68,8 @@ class NewNoteScreen(ModalScreen[str | None]):
             return
         title = self.query_one("#new-title", Input).value
         note_type = str(self.query_one("#new-type", Select).value)
+        found = self.query("#new-domain")
+        domains = () if not found or found.first(Select).is_blank() else (str(found.first(Select).value),)
         if not title.strip():
             self._error("Type a title first.")
             return
@@ -73,7 +78,7 @@ class NewNoteScreen(ModalScreen[str | None]):
 
         def work() -> None:
             try:
-                rel, _ = self.backend.create_note(note_type, title)
+                rel, _ = self.backend.create_note(note_type, title, domains)
             except BackendError as exc:
                 self.app.call_from_thread(self._failed, str(exc))
             except Exception as exc:  # a bug of ours: say it, do not crash the app
