@@ -266,8 +266,8 @@ class Reporter:
             else:
                 lines.append([(t, "dim"), (f"{tax} reloaded: every note re-checked", "cyan")])
         folder_moves = _folder_moves(delta.moved)
-        for old_dir, new_dir, count in folder_moves:
-            lines.append([(t, "dim"), ("moved  ", "cyan"), (f"{old_dir}/ → {new_dir}/", ""), (f" ({count} notes)", "dim")])
+        for old_dir, new_dir, moved in folder_moves:
+            lines.append([(t, "dim"), ("moved  ", "cyan"), (f"{old_dir}/ → {new_dir}/", ""), (f" ({count(moved, 'note')})", "dim")])
         grouped = {(old, new) for old, new, _ in folder_moves}
         singles = [m for m in delta.moved if _split_move(*m) not in grouped]
         capped(singles, lambda m: [(t, "dim"), ("moved  ", "cyan"), (f"{m[0]} → {m[1]}", "")], "moves")
