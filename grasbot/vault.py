@@ -38,7 +38,7 @@ from grasbot.links import (
     name_key_fast,
     scan_body,
 )
-from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span
+from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -461,11 +461,11 @@ class Vault:
         """The note's slug when no other note claims it, else its file name when no other note claims
         that, else its path without `.md`.
 
-        Only public notes claim: a private note takes its path, and does not count when a public note's
-        id is chosen, so that a private note can neither change a public note's id (its sources' URLs,
-        the links the prompt keeps) nor show by such a change that it exists."""
+        Only notes a visitor may see claim (`visible_to_visitors`): a hidden note takes its path, and does
+        not count when a public note's id is chosen, so that it can neither change a public note's id (its
+        sources' URLs, the links the prompt keeps) nor show by such a change that it exists."""
         path = note.path
-        if note.is_private:
+        if not visible_to_visitors(note):
             return path[:-3] if path.lower().endswith(".md") else path
         slug = self._slug_of(note)
         if slug and self._claimed_by(self._slug_groups.get(slug, ()), path) == 1:
@@ -478,11 +478,11 @@ class Vault:
         return path[:-3] if path.lower().endswith(".md") else path
 
     def _claimed_by(self, group: tuple[str, ...] | set[str], path: str) -> int:
-        """How many public notes are in an id group; `path` is a public note's (the usual group: it alone)."""
+        """How many visible notes are in an id group; `path` is a visible note's (the usual group: it alone)."""
         if len(group) == 1 and path in group:
             return 1
         notes = self.notes
-        return sum(1 for p in group if p == path or (p in notes and not notes[p].is_private))
+        return sum(1 for p in group if p == path or (p in notes and visible_to_visitors(notes[p])))
 
     def _assign_ids(self, paths: object) -> None:
         ids = self._ids

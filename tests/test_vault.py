@@ -145,10 +145,14 @@ def test_private_notes_never_change_a_public_note_id(tmp_path: Path) -> None:
     (tmp_path / "brouillon.md").write_text("---\nslug: rust\nvisibility: private\n---\n", encoding="utf-8")
     (tmp_path / "Archive").mkdir()
     (tmp_path / "Archive/rust.md").write_text("---\nvisibility: private\n---\n", encoding="utf-8")
+    # hidden without a readable field (its frontmatter never closes, and says private), with a public file name
+    (tmp_path / "Notes").mkdir()
+    (tmp_path / "Notes/rust.md").write_text("---\nvisibility: private\n\nbody\n", encoding="utf-8")
     vault = Vault.load(tmp_path)
     ids = {path: note.id for path, note in vault.notes.items()}
     assert ids["Competences/python.md"] == "python" and ids["rust.md"] == "rust"
     assert ids["perso.md"] == "perso" and ids["brouillon.md"] == "brouillon" and ids["Archive/rust.md"] == "Archive/rust"
+    assert ids["Notes/rust.md"] == "Notes/rust"
     assert len(set(ids.values())) == len(ids)
     # the private note made public: now it claims the slug, both fall back; private again: back as before
     perso = tmp_path / "perso.md"
