@@ -139,7 +139,8 @@ def test_ids() -> None:
 def test_private_notes_never_change_a_public_note_id(tmp_path: Path) -> None:
     (tmp_path / "Competences").mkdir()
     (tmp_path / "Competences/python.md").write_text("---\nslug: python\n---\n[[rust]]\n", encoding="utf-8")
-    (tmp_path / "rust.md").write_text("---\ntitle: Rust\n---\n", encoding="utf-8")
+    (tmp_path / "Langages").mkdir()
+    (tmp_path / "Langages/rust.md").write_text("---\ntitle: Rust\n---\n", encoding="utf-8")
     # a private note with the public one's slug, one whose slug is the other's file name, one with its file name
     (tmp_path / "perso.md").write_text("---\nslug: python\nvisibility: private\n---\n", encoding="utf-8")
     (tmp_path / "brouillon.md").write_text("---\nslug: rust\nvisibility: private\n---\n", encoding="utf-8")
@@ -150,7 +151,7 @@ def test_private_notes_never_change_a_public_note_id(tmp_path: Path) -> None:
     (tmp_path / "Notes/rust.md").write_text("---\nvisibility: private\n\nbody\n", encoding="utf-8")
     vault = Vault.load(tmp_path)
     ids = {path: note.id for path, note in vault.notes.items()}
-    assert ids["Competences/python.md"] == "python" and ids["rust.md"] == "rust"
+    assert ids["Competences/python.md"] == "python" and ids["Langages/rust.md"] == "rust"
     assert ids["perso.md"] == "perso" and ids["brouillon.md"] == "brouillon" and ids["Archive/rust.md"] == "Archive/rust"
     assert ids["Notes/rust.md"] == "Notes/rust"
     assert len(set(ids.values())) == len(ids)
