@@ -47,7 +47,7 @@ def plan_context(
         return planned
     first = hits[0].score
     for rank, hit in enumerate(hits):
-        body = hit.note.body.strip()
+        body = hit.note.reader_body.strip()  # (comments are the author's notes to self: never quoted)
         if rank > 0 and hit.score < keep_ratio * first and len(body) > max_chars:
             planned.append(ContextNote(hit, cut_at_paragraph(body, max_chars), True))
         else:

@@ -49,6 +49,7 @@ __all__ = [
     "frontmatter_entries",
     "unquote",
     "mask_code",
+    "without_comments",
     "name_key",
     "name_key_fast",
     "heading_key",
@@ -122,9 +123,19 @@ def _fence_spans(body: str) -> list[tuple[int, int]]:
     return spans
 
 
-def mask_code(body: str) -> str:
-    """`body` with fenced code blocks and inline code replaced by spaces (same length, line breaks kept),
-    so that regexes run on the result find nothing inside code and keep exact offsets."""
+# Obsidian comments: `%% … %%` (Obsidian's own) and `<!-- … -->` (HTML), inline or over several lines; an
+# unclosed one runs to the end of the note. Obsidian shows neither when it renders or publishes the note,
+# and its parser takes no link, heading or block id from inside one. Found in the text with its code
+# masked, so that `%%` or `<!--` inside code is text.
+_COMMENT_RE = re.compile(r"%%.*?(?:%%|\Z)|<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+def _has_comment(body: str) -> bool:
+    return "%%" in body or "<!--" in body
+
+
+def _code_masked(body: str) -> str:
+    """`body` with fenced code blocks and inline code replaced by spaces (same length, line breaks kept)."""
     if "```" in body or "~~~" in body:
         spans = _fence_spans(body)
         if spans:
@@ -139,6 +150,32 @@ def mask_code(body: str) -> str:
     if "`" in body:
         body = _INLINE_CODE_RE.sub(_blank_match, body)
     return body
+
+
+def mask_code(body: str) -> str:
+    """`body` with fenced code blocks, inline code and comments replaced by spaces (same length, line
+    breaks kept), so that regexes run on the result find nothing inside them and keep exact offsets."""
+    masked = _code_masked(body)
+    if _has_comment(masked):
+        masked = _COMMENT_RE.sub(_blank_match, masked)
+    return masked
+
+
+def without_comments(body: str) -> str:
+    """`body` without its comments (code kept as it is): what a reader of the rendered or published note
+    sees, so what retrieval indexes and the prompt quotes. Comments hold the author's notes to self."""
+    if not _has_comment(body):
+        return body
+    masked = _code_masked(body)
+    if not _has_comment(masked):
+        return body  # `%%` or `<!--` inside code only
+    pieces: list[str] = []
+    last = 0
+    for m in _COMMENT_RE.finditer(masked):
+        pieces.append(body[last : m.start()])
+        last = m.end()
+    pieces.append(body[last:])
+    return "".join(pieces)
 
 
 # Inline code (CommonMark, within one paragraph), in one pass of `re`: a maximal run of N backticks, then
@@ -238,7 +275,7 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     has_block = "^" in body
     if not (has_wiki or has_md or has_heading or has_block):
         return links, headings, set()
-    masked = mask_code(body) if "`" in body or "~~~" in body else body
+    masked = mask_code(body) if "`" in body or "~~~" in body or _has_comment(body) else body
     # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
     # to local names and does no more than the entry needs.
     count = masked.count

@@ -316,6 +316,18 @@ class Note:
             return src[self._body_at :]  # type: ignore[index]
         return src[self._body_at :].decode("utf-8")  # type: ignore[union-attr]
 
+    @property
+    def reader_body(self) -> str:
+        """The body as a reader of the rendered or published note sees it: without its comments
+        (`%% … %%`, `<!-- … -->`; code is kept). What retrieval indexes and what the prompt quotes: the
+        author's notes to self inside comments never reach a visitor."""
+        body = self.body
+        if "%%" not in body and "<!--" not in body:
+            return body
+        from grasbot.links import without_comments  # (links imports this module)
+
+        return without_comments(body)
+
     @body.setter
     def body(self, value: str) -> None:
         src = self._src

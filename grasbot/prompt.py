@@ -164,7 +164,7 @@ def _note_header(rank: int, item: ContextNote) -> str:
         parts.append(f"mis à jour : {note.updated.isoformat()}")
     header = f"### {rank}. [{item.hit.id}] {note.title} ({', '.join(parts)})"
     if item.truncated:
-        header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {len(item.hit.note.body.strip())} sont fournis)"
+        header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {len(item.hit.note.reader_body.strip())} sont fournis)"
     return header
 
 
@@ -198,7 +198,7 @@ def build_prompt(
         blocks.append(item.text if item.text else "(note sans contenu)")
         blocks.append("")
     truncated = tuple(
-        TruncatedNote(c.hit.id, c.hit.score, len(c.hit.note.body.strip()), len(c.text)) for c in planned if c.truncated
+        TruncatedNote(c.hit.id, c.hit.score, len(c.hit.note.reader_body.strip()), len(c.text)) for c in planned if c.truncated
     )
     if truncated:
         names = ", ".join(f"[{t.slug}]" for t in truncated)

@@ -214,7 +214,7 @@ def _headings(note: Note) -> list[str]:
     """The note's section titles (from the vault's parse, else read from the body)."""
     if note.headings:
         return [h.text for h in note.headings]
-    return _HEADING.findall(note.body)
+    return _HEADING.findall(note.reader_body)
 
 
 _SEPARATOR_ID = -2  # the term id `_Reader` gives the raw word `SEPARATOR`
@@ -380,7 +380,7 @@ class _Reader:
         p_kinds = [k for k, _t in first]
         p_tids = [t for _k, t in first]
         p_texts = list(map(texts.__getitem__, first.values()))
-        body_tids, body_counts = self.body(note.body)
+        body_tids, body_counts = self.body(note.reader_body)
         doc = _Doc(
             note=note,
             id=note_id(note),

@@ -14,6 +14,8 @@ from grasbot.links import (
     frontmatter_links,
     heading_key,
     mask_code,
+    scan_body,
+    without_comments,
     parse_body,
 )
 from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Span
@@ -155,6 +157,34 @@ def test_mask_code_keeps_offsets() -> None:
     assert len(masked) == len(body)
     assert masked.count("\n") == body.count("\n")
     assert "b" not in masked and "code" not in masked and masked.endswith("d")
+
+
+def test_comments_hold_no_link_heading_or_block_and_keep_offsets() -> None:
+    body = "\n".join([
+        "before [[a]] %% inline [[hidden1]] %% after [[b]]",
+        "%%",
+        "## Hidden heading",
+        "[[hidden2]] ^hiddenblock",
+        "%%",
+        "<!-- [[hidden3]] -->",
+        "`%% in code %%` [[c]] <!--",
+        "## Also hidden, the HTML comment never closes",
+        "[[hidden4]]",
+    ])
+    assert [l.target for l in _links(body)] == ["a", "b", "c"]
+    masked = mask_code(body)
+    assert len(masked) == len(body) and masked.count("\n") == body.count("\n")
+    entries, headings, blocks = scan_body(body, 1)
+    assert headings == [] and blocks == set()
+    # an unclosed `%%` runs to the end too; `%%` inside code is text
+    assert [l.target for l in _links("[[x]] %% [[y]]\n[[z]]")] == ["x"]
+    assert [l.target for l in _links("```\n%%\n```\n[[z]]")] == ["z"]
+
+
+def test_without_comments_keeps_code_and_drops_comments() -> None:
+    body = "Alpha %%salaire 95k%% beta\n<!-- brouillon -->\n`%% code %%` gamma\n%%\nfin cachée"
+    assert without_comments(body) == "Alpha  beta\n\n`%% code %%` gamma\n"
+    assert without_comments("sans commentaire") == "sans commentaire"
 
 
 def test_frontmatter_links() -> None:

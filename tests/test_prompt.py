@@ -99,6 +99,13 @@ def test_private_or_unreadable_notes_never_enter_the_prompt() -> None:
     assert not build_prompt("q", result([hit(private, 30)])).grounded
 
 
+def test_comments_never_enter_the_prompt() -> None:
+    body = "Texte public.\n%% à moi seul : MARQUEUR-COMMENTAIRE %%\n<!-- MARQUEUR-HTML -->\n`%% du code %%`\n"
+    prompt = build_prompt("q", result([hit(note("avec-commentaires", body), 20)]))
+    assert "MARQUEUR" not in prompt.user
+    assert "Texte public." in prompt.user and "`%% du code %%`" in prompt.user
+
+
 def test_links_to_hidden_notes_are_removed() -> None:
     secret = note("prive-salaire", "x", visibility="private")
     names = hidden_names([secret, note("ok", "y")])

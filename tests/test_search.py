@@ -160,6 +160,19 @@ def test_public_notes_with_odd_frontmatter_stay_public(tmp_path: Path, text: str
     assert visible_to_visitors(Vault.load(tmp_path).notes["ouvert.md"])
 
 
+def test_words_and_links_inside_comments_are_not_indexed(tmp_path: Path) -> None:
+    (tmp_path / "alpha.md").write_text(
+        "---\ntitle: Alpha\n---\nUn potager de tomates.\n%% [[beta]] brouillon zorglub %%\n<!-- [[gamma]] -->\n",
+        encoding="utf-8")
+    (tmp_path / "beta.md").write_text("---\ntitle: Beta\n---\nDes abeilles.\n", encoding="utf-8")
+    (tmp_path / "gamma.md").write_text("---\ntitle: Gamma\n---\nDes oiseaux.\n", encoding="utf-8")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("zorglub")
+    assert result.hits == [] and not result.grounded
+    # links in comments are not links: nothing is lifted from alpha through them
+    assert [h.id for h in index.search("potager de tomates").hits] == ["alpha"]
+
+
 def test_note_without_frontmatter_is_a_normal_note(index: SearchIndex) -> None:
     assert index.search("randonnée en montagne").hits[0].id == "simple"
 
