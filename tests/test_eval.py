@@ -110,6 +110,8 @@ def test_metrics_on_a_hand_made_set(tmp_path: Path) -> None:
         ("- id: a\n  q: x\n- id: a\n  q: y\n", "item 2 (id a): duplicate id"),
         ("- id: a\n  q: x\n  expect: [n]\n  grounded: false\n", "cannot expect notes"),
         ("[]\n", "no questions"),
+        ("- id: a\n  q: x\n  expected: [n]\n", "item 1 (id a): unknown key `expected` (did you mean `expect`?)"),
+        ("- id: a\n  q: x\n  groundd: false\n", "unknown key `groundd` (did you mean `grounded`?)"),
     ],
 )
 def test_bad_question_files_name_the_file_and_item(tmp_path: Path, content: str, message: str) -> None:

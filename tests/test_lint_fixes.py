@@ -295,3 +295,21 @@ def test_diff_of_a_name_with_a_space_applies_with_patch(tmp_path, capsys):
         pytest.skip("GNU patch is not installed")
     subprocess.run(["patch", "-p1", "--quiet"], input=diff.encode(), cwd=tmp_path / "v", check=True)
     assert (tmp_path / "v" / "Une note.md").read_text(encoding="utf-8") == "---\ntitle: A\naliases: [x]\n---\nx\n"
+
+
+def test_a_read_only_note_is_not_fixed_even_by_root(tmp_path, capsys):
+    root = Path(shutil.copytree(NASTY, tmp_path / "v"))
+    target = root / "quoted.md"
+    before = target.read_bytes()
+    os.chmod(target, 0o444)
+    assert main(["lint", str(root), "--no-cache", "--fix", "--exit-zero"]) == 0
+    assert target.read_bytes() == before and stat.S_IMODE(os.stat(target).st_mode) == 0o444
+    assert "quoted.md: read-only file" in capsys.readouterr().err
+
+
+def test_output_dash_is_standard_output(tmp_path, capsys, monkeypatch):
+    root = Path(shutil.copytree(NASTY, tmp_path / "v"))
+    monkeypatch.chdir(tmp_path)
+    main(["lint", str(root), "--no-cache", "--exit-zero", "--format", "json", "--output", "-"])
+    assert capsys.readouterr().out.startswith('{"version": 1')
+    assert not (tmp_path / "-").exists()

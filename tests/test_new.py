@@ -278,6 +278,17 @@ def test_domain_and_tag_options(capsys, vault):
     assert code == 2 and "domains 'cuisine' is not in" in err and "allowed: ia, web, parcours, energie" in err
 
 
+def test_options_are_written_as_lint_would_have_them(capsys, vault):
+    (vault / "TAXONOMIE.md").write_text(TAXONOMY, encoding="utf-8")
+    code, out, err = run(capsys, "projet", "Carnet", "--domain", "Énergie", "--tag", "#Python", "--tag", "Deux Mots",
+                         "--vault", str(vault))  # fmt: skip
+    assert code == 0, err
+    meta = front(Path(out.strip()))
+    assert meta["domains"] == ["energie"] and meta["tags"] == ["python", "deux-mots"]
+    code, out, err = run(capsys, "projet", "Autre", "--domain", "energi", "--vault", str(vault))
+    assert code == 2 and "did you mean 'energie'?" in err
+
+
 def test_taxonomy_above_the_vault_and_explicit(capsys, tmp_path, vault):
     (tmp_path / "TAXONOMIE.md").write_text(TAXONOMY, encoding="utf-8")
     code, out, _ = run(capsys, "competence", "IA", "--vault", str(vault))

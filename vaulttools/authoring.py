@@ -385,17 +385,34 @@ def _as_list(value: Any) -> list[str]:
 def _vocabulary_filter(
     taxonomy: Taxonomy | None, key: str, values: list[str], explicit: Sequence[str], notes: list[str]
 ) -> list[str]:
-    """Keep the values TAXONOMIE.md allows; an explicit value of a closed list that it does not allow is an error."""
+    """Keep the values TAXONOMIE.md allows; an explicit value of a closed list that it does not allow is an error.
+
+    An explicit value is first written as lint would have it: the listed value it equals up to case,
+    accents, `#` and blanks (`--domain Énergie` is `energie`), and a tag as `tag-format` writes one
+    (`--tag "#Rust"` is `rust`), so that a new note does not start with a finding its command could avoid."""
+    from vaulttools.lint.rules import did_you_mean
+    from vaulttools.lint.rules.vocabulary import normal_tag, vocab_key
+
     vocabulary = taxonomy.vocabulary(key) if taxonomy else None
+    listed = {} if vocabulary is None else {vocab_key(v): v for v in vocabulary.values}
+    explicit_set = set(explicit)
+    written: list[str] = []
+    for value in values:
+        if value in explicit_set:
+            value = listed.get(vocab_key(value)) or (normal_tag(value) if key == "tags" else value.strip())
+        written.append(value)
+    explicit = [listed.get(vocab_key(v)) or (normal_tag(v) if key == "tags" else v.strip()) for v in explicit]
     if vocabulary is None:
-        return _unique(values)
+        return _unique(written)
     kept: list[str] = []
-    for value in _unique(values):
+    for value in _unique(written):
         if vocabulary.allows(value):
             kept.append(value)
         elif value in explicit and vocabulary.closed:
+            guess = did_you_mean(value, vocabulary.values)
+            hint = f"did you mean {guess!r}? " if guess else ""
             raise AuthoringError(
-                f"{key} {value!r} is not in {taxonomy.path} (closed list); allowed: {', '.join(vocabulary.values)}"
+                f"{key} {value!r} is not in {taxonomy.path} (closed list); {hint}allowed: {', '.join(vocabulary.values)}"
             )
         elif value in explicit:
             kept.append(value)

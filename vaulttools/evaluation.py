@@ -129,6 +129,10 @@ def _metrics(items: Sequence[ItemResult]) -> dict[str, Any]:
     }
 
 
+#: The keys of a question item (`question` is accepted for `q`).
+_ITEM_KEYS = ("id", "q", "question", "expect", "grounded", "kind")
+
+
 def load_questions(path: str | Path) -> list[Question]:
     """Read a question file; QuestionSetError (naming the file and the item) when it is unusable."""
     path = Path(path)
@@ -160,6 +164,15 @@ def load_questions(path: str | Path) -> list[Question]:
             raise QuestionSetError(f"{label}: `id` must be a string")
         qid = str(qid)
         label = f"{path}: item {position} (id {qid})"
+        unknown = sorted(str(k) for k in item if k not in _ITEM_KEYS)
+        if unknown:  # `expected:` or `groundd:` would silently make an off-topic item
+            from vaulttools.lint.rules import did_you_mean
+
+            guess = did_you_mean(unknown[0], _ITEM_KEYS)
+            hint = f" (did you mean `{guess}`?)" if guess else ""
+            raise QuestionSetError(
+                f"{label}: unknown key `{unknown[0]}`{hint}; an item has {', '.join(f'`{k}`' for k in _ITEM_KEYS)}"
+            )
         if qid in seen:
             raise QuestionSetError(f"{label}: duplicate id")
         seen.add(qid)

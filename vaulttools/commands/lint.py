@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", metavar="RULE,...", help="not these rules")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are found")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the lint cache")
-    parser.add_argument("--output", metavar="FILE", help="write the report to FILE instead of standard output")
+    parser.add_argument("--output", metavar="FILE", help="write the report to FILE instead of standard output (`-`: standard output)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,6 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     from vaulttools.lint.config import ConfigError, load_config, parse_rule_list
     from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
 
+    if args.output == "-":  # the usual name for standard output
+        args.output = None
     if args.fix and args.diff:
         raise CliError("--fix and --diff go one at a time: --diff shows what --fix would write, and writes nothing")
     root = vault_path(args)

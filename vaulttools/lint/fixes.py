@@ -512,6 +512,8 @@ def write_fixed(root: Path, fix: FileFix) -> None:
     if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
         raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
     st = os.stat(target)
+    if not st.st_mode & 0o222:  # made read-only on purpose: root could write it, the owner said no
+        raise FileNotWritableError(f"{fix.path}: read-only file (no write permission bit); not fixed")
     if st.st_nlink > 1:
         raise FileNotWritableError(
             f"{fix.path}: has {st.st_nlink} hard links; an atomic rewrite would leave the other names with the "
