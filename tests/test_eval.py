@@ -102,6 +102,7 @@ def test_metrics_on_a_hand_made_set(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("- q: [unclosed\n", "not valid YAML"),
+        ("- id: a\n  q: x\n  expect: [rust\n- id: b\n  q: y\n", "started at line 3, column 11"),
         ("q: not a list\n", "expected a list"),
         ("- id: a\n  q: ok\n- just a string\n", "item 2"),
         ("- id: a\n  q: ''\n", "item 1 (id a): `q` must be a non-empty string"),

@@ -148,6 +148,9 @@ def load_questions(path: str | Path) -> list[Question]:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        opened = getattr(exc, "context_mark", None)
+        if opened is not None and mark is not None and opened.index < mark.index:  # an unclosed `[` or quote
+            problem += f" ({getattr(exc, 'context', None) or 'while reading'} started at line {opened.line + 1}, column {opened.column + 1})"
         raise QuestionSetError(f"{path}{where}: not valid YAML: {problem}") from None
     if isinstance(data, dict) and "questions" in data:
         data = data["questions"]
