@@ -11,7 +11,6 @@ from typing import Any
 
 from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
-from vaulttools.lint.fixes import render_scalar
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
     LintContext,
@@ -139,6 +138,8 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
             # (a block scalar, `|` or `>`, is rewritten by hand: the fix edits values on their key's line only)
             fix = None if is_block_scalar(note, name) else Fix(f"wrap the value of `{name}` in a list", (Edit("to-list", name, old=value),))
             # what the fix writes, quoted as it will be (`#x` or `a, b` must be quoted inside [ ])
+            from vaulttools.lint.fixes import render_scalar  # (here: the fixes module is for --fix runs)
+
             listed = f"{name}: [{render_scalar(value.strip(), '', True)}]"
             split = " (one item: for several, one `- item` per line)" if "," in value else " or one `- item` per line"
             yield make(ctx, note, item_span(note, name, 0), "field-type",
