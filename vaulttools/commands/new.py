@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in [*warnings, *note.notes]:
         print(f"  - {line}", file=err)
-    print("to fill: the body, domains and tags, and aliases/answers in your own words; "
-          "then check with `vaulttools lint`.", file=err)  # fmt: skip
+    fields = [name for name, given in (("domains", args.domain), ("tags", args.tag)) if not given]
+    todo = ", ".join(["the body", *fields, "aliases/answers in your own words"])
+    print(f"to fill: {todo}; then check with `vaulttools lint`.", file=err)
     return 0
