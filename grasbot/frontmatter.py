@@ -887,6 +887,10 @@ def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
     return text, problems
 
 
+#: What may come before a frontmatter that Obsidian then does not read: blanks, a BOM or an invisible space.
+_LEAD = " \t\r\n\ufeff\u200b\u200c\u200d\u2060"
+
+
 def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     """Split and parse an already decoded note (BOM removed).
 
@@ -899,6 +903,17 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
         return result
     where = split_frontmatter(text)
     if where is None:
+        lead = len(text) - len(text.lstrip(_LEAD))
+        if text.startswith("---", lead):
+            # a frontmatter after a blank line, a space, an invisible character, or as `----`/`--- x`:
+            # Obsidian reads no property from it, but its author meant them (privacy reads its lines)
+            line = text.count("\n", 0, lead) + 1
+            column = lead - (text.rfind("\n", 0, lead) + 1) + 1
+            result.problems.append(Problem(
+                path, line, column, "the frontmatter does not start on line 1 with a `---` line of its own: "
+                "Obsidian reads none of its fields; remove what comes before it", "misplaced-frontmatter",
+            ))
+            return result
         result.problems.append(Problem(path, 1, 1, "no frontmatter (the file does not start with `---`)", "no-frontmatter"))
         return result
     fm_start, fm_end, body_start = where

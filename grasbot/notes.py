@@ -39,7 +39,8 @@ class Problem:
 
     `code` is one of: ``yaml-error``, ``not-utf8``, ``no-frontmatter``, ``not-mapping``, ``empty``,
     ``binary``, ``unreadable``, ``unclosed-frontmatter``, ``duplicate-key`` (the fields are read, the last
-    value of the key wins). Lint reports every problem as `frontmatter-invalid` (or a more precise rule);
+    value of the key wins), ``misplaced-frontmatter`` (a `---` block after blank lines or other text: no
+    field is read, as in Obsidian). Lint reports every problem as `frontmatter-invalid` (or a more precise rule);
     retrieval skips or degrades the note.
     """
 
@@ -416,14 +417,15 @@ class Note:
         """No field means public (plain Obsidian vaults have none); any value but `public` is private:
         a typo such as `privte` must fail closed, never leak."""
         meta = self.meta
-        value = meta.get("visibility")
-        if value is None:
-            if "visibility" in meta:
-                return True  # `visibility:` with no value: not public
-            # `Visibility: private` is not the field, but its author meant it: read it (fail closed)
-            values = [v for k, v in meta.items() if k.__class__ is str and k.strip().lower() == "visibility"]
-            return any(not (isinstance(v, str) and v.strip().lower() == "public") for v in values)
-        return not (isinstance(value, str) and value.strip().lower() == "public")
+        if "visibility" in meta and not _says_public(meta["visibility"]):
+            return True  # also `visibility:` with no value
+        # `Visibility: private` or `"visibility ": private` is not the field, but its author meant it:
+        # any such key that does not say public hides the note too, beside the field or without it
+        for key, value in meta.items():
+            if key.__class__ is str and len(key) >= 10 and key != "visibility" and key.strip().lower() == "visibility":
+                if not _says_public(value):
+                    return True
+        return False
 
     @property
     def priority(self) -> int | None:
@@ -471,16 +473,21 @@ class Note:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
 
 
+def _says_public(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "public"
+
+
 #: Problems after which the parsed frontmatter says nothing reliable about `visibility` (a duplicate key:
-#: the value read is the last one, and an earlier `visibility: private` must not lose to it).
+#: the value read is the last one, and an earlier `visibility: private` must not lose to it; a misplaced
+#: frontmatter: Obsidian reads none of it, but its author meant every line).
 FRONTMATTER_UNREADABLE: frozenset[str] = frozenset(
-    {"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "duplicate-key"}
+    {"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "duplicate-key", "misplaced-frontmatter"}
 )
-# A `visibility` line, as a key (maybe quoted) or as a list item's key (`- visibility: private`), whose
-# value is not `public`. The lookahead holds its own blanks: with `\s*` before it, backtracking to zero
-# blanks made " public" a hint.
+# A `visibility` key (maybe quoted) whose value is not `public`: at the start of a line, as a list item's key
+# (`- visibility: private`), or inside a flow mapping (`{title: A, visibility: private`). The lookahead holds
+# its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
 _NON_PUBLIC_VISIBILITY_LINE = re.compile(
-    r"^[ \t]*(?:-[ \t]+)?([\"']?)visibility\1[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:#.*)?$)",
+    r"(?:^|[{,])[ \t]*(?:-[ \t]+)?([\"']?)visibility\1[ \t]*:(?![ \t]*[\"']?public[\"']?[ \t]*(?:[,}#].*)?$)",
     re.MULTILINE | re.IGNORECASE,
 )
 

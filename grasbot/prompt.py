@@ -21,7 +21,8 @@ from urllib.parse import unquote
 
 from grasbot.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
 from grasbot.memory import Turn
-from grasbot.notes import Note, visible_to_visitors
+from grasbot.links import parse_body
+from grasbot.notes import LinkKind, Note, visible_to_visitors
 from grasbot.search import Hit, SearchResult
 
 #: Problems after which nothing of the file can be served.
@@ -138,9 +139,27 @@ def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
 
 
 def redact_hidden_links(text: str, hidden: Collection[str]) -> str:
-    """`text` with every wikilink or markdown link to a hidden note removed (link text included)."""
+    """`text` with every wikilink or markdown link to a hidden note removed (link text included).
+
+    Two passes: the vault's own link parser (`grasbot.links.parse_body`), which knows every form the
+    resolver follows (a title after the target, `<...>` with parentheses, brackets in the text); then a
+    plain pattern, which also takes the `[[name]]` written as text inside code."""
     if not hidden:
         return text
+    links = parse_body(text, 1)[0]
+    cut = [link.span for link in links if link.kind is not LinkKind.FRONTMATTER and _link_name(link.target) in hidden]
+    if cut:
+        starts = [0]
+        starts += [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        pieces: list[str] = []
+        last = 0
+        for span in cut:
+            start = starts[span.line - 1] + span.column - 1
+            end = starts[span.end_line - 1] + span.end_column - 1
+            pieces.append(text[last:start])
+            last = end
+        pieces.append(text[last:])
+        text = "".join(pieces)
 
     def wiki(match: re.Match[str]) -> str:
         inner = match.group(1).replace("\\|", "|")
@@ -164,7 +183,7 @@ def _note_header(rank: int, item: ContextNote) -> str:
         parts.append(f"mis à jour : {note.updated.isoformat()}")
     header = f"### {rank}. [{item.hit.id}] {note.title} ({', '.join(parts)})"
     if item.truncated:
-        header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {len(item.hit.note.reader_body.strip())} sont fournis)"
+        header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {item.full_length} sont fournis)"
     return header
 
 
@@ -188,17 +207,17 @@ def build_prompt(
         user = f"{UNGROUNDED_INSTRUCTIONS}\n\nQuestion du visiteur : {question}"
         return Prompt(system, user, tuple(history), False)
 
-    planned = [
-        ContextNote(c.hit, redact_hidden_links(c.text, hidden), c.truncated)
-        for c in plan_context(hits, keep_ratio=keep_ratio, max_chars=max_chars)
-    ]
+    # links to hidden notes go before the cut: a cut inside one would leave half of it, unrecognisable
+    planned = plan_context(
+        hits, keep_ratio=keep_ratio, max_chars=max_chars, text_of=lambda note: redact_hidden_links(note.reader_body, hidden)
+    )
     blocks = [GROUNDED_INTRO, ""]
     for rank, item in enumerate(planned, start=1):
         blocks.append(_note_header(rank, item))
         blocks.append(item.text if item.text else "(note sans contenu)")
         blocks.append("")
     truncated = tuple(
-        TruncatedNote(c.hit.id, c.hit.score, len(c.hit.note.reader_body.strip()), len(c.text)) for c in planned if c.truncated
+        TruncatedNote(c.hit.id, c.hit.score, c.full_length, len(c.text)) for c in planned if c.truncated
     )
     if truncated:
         names = ", ".join(f"[{t.slug}]" for t in truncated)

@@ -368,3 +368,15 @@ def test_a_taxonomy_with_no_section_says_so(tmp_path):
     result = run(root)
     assert any("no list, count or range section found" in n for n in result.notices)
     assert not any("no list" in n for n in run(TAXO_VAULT).notices)
+
+
+def test_frontmatter_obsidian_does_not_read_and_a_second_visibility_are_reported(tmp_path):
+    root = _vault_of(tmp_path, {
+        "blank.md": "\n---\ntitle: A\nvisibility: private\n---\nbody\n",
+        "both.md": "---\ntitle: B\nvisibility: public\nVisibility: private\n---\nbody\n",
+    })
+    result = run(root)
+    line, col, message = one(result, "blank.md", "frontmatter-invalid")
+    assert (line, col) == (2, 1) and "does not start on line 1" in message
+    line, col, message = one(result, "both.md", "visibility-value")
+    assert (line, col) == (4, 1) and "keep one of the two" in message

@@ -99,6 +99,22 @@ def test_private_or_unreadable_notes_never_enter_the_prompt() -> None:
     assert not build_prompt("q", result([hit(private, 30)])).grounded
 
 
+def test_every_link_form_to_a_hidden_note_is_removed_before_the_cut() -> None:
+    names = frozenset({"prive-salaire", "dossier (perso)"})
+    text = (
+        'A [x](prive-salaire.md "un titre") B [y](<Dossier (perso).md>) C [a [b] c](prive-salaire.md) '
+        "D `[[prive-salaire]]` E [[ok]]"
+    )
+    assert redact_hidden_links(text, names) == "A  B  C  D `` E [[ok]]"
+    # a second note long enough to be cut, with the link where the cut falls: removed whole, not halved
+    filler = "mot " * 370
+    long_body = filler + "[[prive-salaire|son salaire détaillé]] " + filler
+    first, second = note("premiere", "Courte note."), note("longue", long_body)
+    prompt = build_prompt("q", result([hit(first, 30), hit(second, 5)]), hidden=names)
+    assert prompt.truncated and "prive" not in prompt.user and "salaire" not in prompt.user
+    assert prompt.truncated[0].original_chars == len((filler + " " + filler).strip())
+
+
 def test_comments_never_enter_the_prompt() -> None:
     body = "Texte public.\n%% à moi seul : MARQUEUR-COMMENTAIRE %%\n<!-- MARQUEUR-HTML -->\n`%% du code %%`\n"
     prompt = build_prompt("q", result([hit(note("avec-commentaires", body), 20)]))

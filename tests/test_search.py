@@ -135,6 +135,13 @@ _HIDDEN_SHAPES = {
     "private-then-public": "---\ntitle: Carnet\nvisibility: private\nvisibility: public\n---\n\n{secret}\n",
     "public-then-private": "---\ntitle: Carnet\nvisibility: public\nvisibility: private\n---\n\n{secret}\n",
     "empty-value": "---\ntitle: Carnet\nvisibility:\n---\n\n{secret}\n",
+    "both-spellings": "---\ntitle: Carnet\nvisibility: public\nVisibility: private\n---\n\n{secret}\n",
+    "spaced-quoted-key": "---\ntitle: Carnet\nvisibility: public\n\"visibility \": private\n---\n\n{secret}\n",
+    "blank-line-first": "\n---\ntitle: Carnet\nvisibility: private\n---\n\n{secret}\n",
+    "bom-then-blank": "\ufeff\n---\ntitle: Carnet\nvisibility: private\n---\n\n{secret}\n",
+    "invisible-space-first": "\u200b---\ntitle: Carnet\nvisibility: private\n---\n\n{secret}\n",
+    "four-dashes": "----\ntitle: Carnet\nvisibility: private\n----\n\n{secret}\n",
+    "flow-mapping-broken": "---\n{{title: Carnet, visibility: private\n---\n\n{secret}\n",
 }
 
 
@@ -154,6 +161,9 @@ def test_every_way_of_saying_private_hides_the_note(tmp_path: Path, shape: str) 
     "---\ntitle: Ouvert\nvisibility: public\n\nnever closed\n",
     "---\ntitle: Ouvert\nVisibility: Public\n---\n",
     "---\ntitle: Ouvert\ntags: [a]\ntags: [b]\nvisibility: public\n---\n",
+    "---\ntitle: Ouvert\nvisibility: public\nVisibility: Public\n---\n",
+    "\n---\ntitle: Ouvert\nvisibility: public\n---\n",
+    "---\n{title: Ouvert, visibility: public\n---\n",
 ])
 def test_public_notes_with_odd_frontmatter_stay_public(tmp_path: Path, text: str) -> None:
     (tmp_path / "ouvert.md").write_text(text, encoding="utf-8")

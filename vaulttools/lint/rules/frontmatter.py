@@ -27,7 +27,9 @@ from vaulttools.lint.rules import (
 
 #: Problem codes of `grasbot.notes.Problem` that make a file unreadable as a note. `no-frontmatter` and
 #: `empty` are not defects of a plain Obsidian note: field-missing covers them where a taxonomy asks for fields.
-INVALID_CODES = frozenset({"yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter"})
+INVALID_CODES = frozenset(
+    {"yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter", "misplaced-frontmatter"}
+)
 
 #: The frontmatter key holding per-note suppressions (documented in docs/rules.md).
 IGNORE_KEY = "vaulttools-ignore"
@@ -177,12 +179,13 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
 
 def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     meta = note.meta
+    for key in meta:
+        if key.__class__ is str and key != "visibility" and key.strip().lower() == "visibility":
+            yield make(ctx, note, key_span(note, key), "visibility-value",
+                       f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
+                       f"it as one so that a private note never leaks; rename the key to `visibility`"
+                       + (" and keep one of the two" if "visibility" in meta else ""))
     if "visibility" not in meta:
-        for key in meta:
-            if key.__class__ is str and key != "visibility" and key.strip().lower() == "visibility":
-                yield make(ctx, note, key_span(note, key), "visibility-value",
-                           f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
-                           f"it as one so that a private note never leaks; rename the key to `visibility`")
         return
     value = meta["visibility"]
     if value is None:

@@ -145,11 +145,11 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
             return False
         if memo.priority is not None and not memo.priority.allows(priority):
             return False
-    if "visibility" in meta:
-        if meta["visibility"] not in memo.visibility:
-            return False  # also `visibility:` with no value
-    elif any(key.__class__ is str and key.strip().lower() == "visibility" for key in meta):
-        return False  # `Visibility:`
+    if "visibility" in meta and meta["visibility"] not in memo.visibility:
+        return False  # also `visibility:` with no value
+    for key in meta:  # `Visibility:`, beside the field or without it
+        if key.__class__ is str and len(key) >= 10 and key != "visibility" and key.strip().lower() == "visibility":
+            return False
     updated = meta.get("updated")
     if updated is not None:
         if updated.__class__ is _dt.date:
