@@ -15,26 +15,30 @@ Error bodies are JSON `{"error": code, "message": text, ...}` and carry no note 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import json
 import logging
 import os
 import re
+import signal
 import tempfile
+import threading
 import time
 import traceback
 import unicodedata
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -43,7 +47,13 @@ from grasbot.config import Settings, redact_url
 from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.memory import ConversationMemory, Turn
 from grasbot.notes import Note
-from grasbot.observability import Observability, follow_uvicorn_logging, is_trace_id, retrieval_relevance
+from grasbot.observability import (
+    SHUTDOWN_SECONDS,
+    Observability,
+    follow_uvicorn_logging,
+    is_trace_id,
+    retrieval_relevance,
+)
 from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
@@ -169,8 +179,14 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
     )
 
 
-#: How often a worker looks at the reload stamp of its siblings.
-STAMP_CHECK_SECONDS = 1.0
+#: Longest a question waits for its worker to catch up with a reload announced by another worker
+#: (503 `vault_reloading` after: never an answer from the vault as it was before the reload).
+FOLLOW_WAIT_SECONDS = 10.0
+
+try:  # POSIX: announcing a reload takes a lock, so two workers reloading at once never share a version
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 
 def reload_stamp_path(vault_dir: Path) -> Path:
@@ -186,15 +202,30 @@ def _read_stamp(path: Path) -> str:
         return ""
 
 
-def _write_stamp(path: Path) -> str:
-    stamp = f"{time.time_ns()}-{os.getpid()}"
+def stamp_version(stamp: str) -> int | None:
+    """The vault version a stamp announces (`"<version> <time_ns>-<pid>"`), None for none."""
+    head = stamp.split(" ", 1)[0]
+    return int(head) if head.isdigit() and len(head) < 19 else None
+
+
+def _write_stamp(path: Path, at_least: int) -> tuple[str | None, int]:
+    """Announce a reload: the stamp written (None if it could not be) and the vault version it carries,
+    one more than the last announced (and at least `at_least`), so every worker numbers versions alike."""
+    lock_path = path.with_name(f"{path.name}.lock")
+    version = at_least
     try:
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(stamp, encoding="ascii")
-        os.replace(tmp, path)  # atomic: a sibling never reads half a stamp
+        with open(lock_path, "a", encoding="ascii") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            version = max((stamp_version(_read_stamp(path)) or 0) + 1, at_least)
+            stamp = f"{version} {time.time_ns()}-{os.getpid()}"
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(stamp, encoding="ascii")
+            os.replace(tmp, path)  # atomic: a sibling never reads half a stamp
+            return stamp, version
     except OSError as error:
         log.warning("could not announce the reload to other workers (%s)", type(error).__name__)
-    return stamp
+        return None, version
 
 
 def _changes(old: VaultSnapshot, new: VaultSnapshot) -> dict[str, list[str]]:
@@ -273,7 +304,14 @@ class Service:
         self.settings = settings
         self.vault_dir = vault_dir
         self.search_config = SearchConfig(top_k=settings.search_top_k, min_score=settings.search_min_score)
-        self.snapshot = load_snapshot(vault_dir, self.search_config, 1)
+        # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
+        # file (in the temp dir, named after the vault's path, holding only a version, a time and a pid),
+        # and the other workers catch up before their next answer. The stamp is read before the vault, so
+        # a reload announced while this worker loads is followed. Versions come from the stamp, so
+        # `vault_version` means the same on every worker.
+        self.stamp_path = reload_stamp_path(vault_dir)
+        self._stamp_seen = _read_stamp(self.stamp_path)
+        self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
         self.memory = ConversationMemory(
             max_turns=settings.memory_max_turns,
             max_chars=settings.memory_max_chars,
@@ -289,14 +327,11 @@ class Service:
         )
         self.observability = Observability(settings)
         self.llm: LLMClient | None = None
+        # Generations run in tasks of their own (so a visitor who leaves can cancel them once, cleanly);
+        # they are held here until they end, and cancelled when the server stops.
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._reload_lock = asyncio.Lock()
-        # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
-        # file (in the temp dir, named after the vault's path, holding only a time and a pid), and the
-        # other workers follow it.
-        self.stamp_path = reload_stamp_path(vault_dir)
-        self._stamp_seen = _read_stamp(self.stamp_path)
-        self._stamp_checked = time.monotonic()
-        self._following: asyncio.Task[None] | None = None
+        self._following: asyncio.Task[bool] | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -304,66 +339,106 @@ class Service:
             s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
         )
 
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run `coro` in a task of its own, held until it ends (never garbage-collected while pending)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
     async def stop(self) -> None:
         if self._following is not None and not self._following.done():
             self._following.cancel()
             with suppress(asyncio.CancelledError):
                 await self._following
+        for task in list(self._tasks):
+            await cancel_and_wait(task)
         if self.llm is not None:
             await self.llm.aclose()
-        # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop.
-        await asyncio.to_thread(self.observability.shutdown)
+        # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop. It is
+        # bounded (SHUTDOWN_SECONDS), and a second stop signal meanwhile ends it at once.
+        abandon = threading.Event()
+        with _signals_set(abandon):
+            await asyncio.to_thread(self.observability.shutdown, SHUTDOWN_SECONDS, abandon)
 
     # -- reload -------------------------------------------------------------------------------------
-    def follow_other_workers(self) -> None:
-        """At most once a second, start a reload if another worker announced one (never blocks a request)."""
-        now = time.monotonic()
-        if now - self._stamp_checked < STAMP_CHECK_SECONDS or (self._following and not self._following.done()):
-            return
-        self._stamp_checked = now
-        stamp = _read_stamp(self.stamp_path)
-        if stamp != self._stamp_seen:
-            self._stamp_seen = stamp
-            self._following = asyncio.get_running_loop().create_task(self._follow())
+    async def catch_up(self) -> None:
+        """Make sure this worker serves the vault of the last reload announced by any worker.
 
-    async def _follow(self) -> None:
-        try:
-            await self.reload(announce=False)
-        except ApiError:
-            pass  # already logged; keep serving the current snapshot
+        Called before every answer: once `POST /reload-vault` has answered (on any worker), no worker
+        answers from the previous vault, which may hold a note made private since. A question that finds a
+        newer stamp waits for the reload (one per worker, shared by the questions that wait); if it fails
+        or takes over FOLLOW_WAIT_SECONDS, the question gets a 503 rather than an answer from the old vault.
+        Reading the stamp is one small file read.
+        """
+        deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
+        while _read_stamp(self.stamp_path) != self._stamp_seen:
+            if self._following is None or self._following.done():
+                self._following = self.spawn(self._follow())
+            following = self._following
+            # `asyncio.wait` never cancels the reload: a question that gives up leaves it to finish.
+            done, _ = await asyncio.wait({following}, timeout=max(deadline - time.monotonic(), 0))
+            if not done:
+                raise ApiError(503, "vault_reloading", "the vault is being reloaded; try again in a moment")
+            if following.cancelled() or not following.result():
+                raise ApiError(
+                    503, "vault_unavailable", "the vault changed and could not be reloaded; try again later"
+                )
+
+    async def _follow(self) -> bool:
+        """Reload because another worker announced a reload; False if the vault could not be read."""
+        async with self._reload_lock:
+            stamp = _read_stamp(self.stamp_path)  # before reading the vault: what it announces is on disk
+            if stamp == self._stamp_seen:
+                return True  # done meanwhile (by this worker's own reload)
+            try:
+                await self._reload_locked(announce=False, stamp=stamp)
+            except ApiError:
+                return False  # already logged; the next question tries again
+            return True
 
     async def reload(self, announce: bool = True) -> dict[str, Any]:
         async with self._reload_lock:
-            old = self.snapshot
-            started = time.perf_counter()
-            try:
-                new = await asyncio.to_thread(load_snapshot, self.vault_dir, self.search_config, old.version + 1)
-            except (OSError, ValueError) as error:
-                log.error("reload failed, still serving vault version %d: %s", old.version, type(error).__name__)
-                raise ApiError(
-                    500,
-                    "reload_failed",
-                    f"the vault could not be read ({type(error).__name__}); still serving the previous version",
-                ) from None
-            self.snapshot = new  # the atomic swap: requests in flight keep their reference to `old`
-            if announce:
-                self._stamp_seen = _write_stamp(self.stamp_path)
-            elapsed = (time.perf_counter() - started) * 1000
-            changes = _changes(old, new)
-            log.info(
-                "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
-                new.version, new.size, len(changes["added"]), len(changes["removed"]),
-                len(changes["modified"]), len(new.problems), elapsed,
-            )  # fmt: skip
-            return {
-                "status": "reloaded",
-                "vault_version": new.version,
-                "notes": new.size,
-                "by_type": new.by_type,
-                **changes,
-                "problems": new.problems,
-                "elapsed_ms": round(elapsed, 1),
-            }
+            return await self._reload_locked(announce=announce, stamp=_read_stamp(self.stamp_path))
+
+    async def _reload_locked(self, announce: bool, stamp: str) -> dict[str, Any]:
+        old = self.snapshot
+        started = time.perf_counter()
+        try:
+            new = await asyncio.to_thread(load_snapshot, self.vault_dir, self.search_config, old.version + 1)
+        except (OSError, ValueError) as error:
+            log.error("reload failed, still serving vault version %d: %s", old.version, type(error).__name__)
+            raise ApiError(
+                500,
+                "reload_failed",
+                f"the vault could not be read ({type(error).__name__}); still serving the previous version",
+            ) from None
+        if announce:
+            written, version = _write_stamp(self.stamp_path, old.version + 1)
+            # (if the stamp could not be written, what is in the file now is what this worker has seen)
+            stamp = written if written is not None else _read_stamp(self.stamp_path)
+        else:
+            version = stamp_version(stamp) or old.version + 1
+        new = dataclasses.replace(new, version=version)
+        # The atomic swap: requests in flight keep their reference to `old`.
+        self.snapshot = new
+        self._stamp_seen = stamp
+        elapsed = (time.perf_counter() - started) * 1000
+        changes = _changes(old, new)
+        log.info(
+            "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
+            new.version, new.size, len(changes["added"]), len(changes["removed"]),
+            len(changes["modified"]), len(new.problems), elapsed,
+        )  # fmt: skip
+        return {
+            "status": "reloaded",
+            "vault_version": new.version,
+            "notes": new.size,
+            "by_type": new.by_type,
+            **changes,
+            "problems": new.problems,
+            "elapsed_ms": round(elapsed, 1),
+        }
 
     # -- answering ----------------------------------------------------------------------------------
     def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
@@ -518,11 +593,18 @@ class Service:
         return meta
 
     # -- health -------------------------------------------------------------------------------------
-    async def health(self) -> dict[str, Any]:
+    async def health(self, vault_error: str | None = None) -> dict[str, Any]:
         snap = self.snapshot
         llm = await self.llm.probe() if self.llm is not None else {"reachable": False, "model_available": False}
+        if self.llm is not None:
+            # Every generation holds one connection of a bounded pool: when all are taken, new questions
+            # wait (and end in 504), so the service is not plainly ok even if Ollama answers.
+            llm["in_flight"] = self.llm.in_flight
+            llm["max_connections"] = self.llm.max_connections
+            llm["saturated"] = self.llm.in_flight >= self.llm.max_connections
+        healthy = llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None
         return {
-            "status": "ok" if llm["reachable"] and llm["model_available"] else "degraded",
+            "status": "ok" if healthy else "degraded",
             "version": __version__,
             "worker_pid": os.getpid(),
             "vault_size": snap.size,
@@ -533,11 +615,75 @@ class Service:
                 "problems": len(snap.problems),
                 "vault_version": snap.version,
                 "loaded_at": snap.loaded_at,
+                **({"error": vault_error} if vault_error else {}),
             },
             "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
             "config": self.settings.public_view(),
             "observability": {"langfuse_enabled": self.observability.enabled},
         }
+
+
+@contextmanager
+def _signals_set(event: threading.Event) -> Any:
+    """While inside, SIGINT and SIGTERM set `event` (in the main thread only; elsewhere, nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with suppress(ValueError, OSError):
+            previous[sig] = signal.signal(sig, lambda *_: event.set())
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            with suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+
+
+#: How long a request that ends early waits for its cancelled generation to close its Ollama connection.
+CANCEL_WAIT_SECONDS = 2.0
+
+
+async def cancel_and_wait(task: asyncio.Task[Any], timeout: float = CANCEL_WAIT_SECONDS) -> None:
+    """Cancel `task` once and give it up to `timeout` seconds to clean up (close its upstream connection).
+
+    The task is cancelled exactly once: the caller may itself be under cancellation (Starlette cancels a
+    streaming response when the client leaves, and anyio re-delivers that cancellation on every await),
+    and awaiting the task directly would forward each of those cancellations into it and interrupt the
+    HTTP client's own clean-up, which then leaves the connection to Ollama open and counted in the pool
+    for good. `asyncio.wait` never cancels what it waits for, and the shielded scope keeps anyio's
+    re-deliveries out of this wait.
+    """
+    if task.done():
+        return
+    task.cancel()
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait({task}, timeout=timeout)
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    """Return when the client of `request` (a request without a body to read) has gone."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+class _ClosingStreamingResponse(StreamingResponse):
+    """A StreamingResponse that always closes its body iterator, however the response ends.
+
+    Starlette stops iterating when the client leaves but leaves the generator suspended, to be closed
+    whenever it is garbage-collected; closing it here runs its clean-up (cancel the generation, close the
+    upstream stream) at once.
+    """
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            closer = getattr(self.body_iterator, "aclose", None)
+            if closer is not None:
+                with anyio.CancelScope(shield=True):
+                    await closer()
 
 
 class FeedbackIn(BaseModel):
@@ -647,14 +793,25 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @app.get("/ask", summary="Answer a question from the public notes")
     async def ask(
+        request: Request,
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None, description="anonymous conversation id (memory of the last turns)"),
         user_id: str | None = Query(None, description="anonymous visitor id (tracing only)"),
     ) -> JSONResponse:
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
-        service.follow_other_workers()
-        result = await service.answer(question, sid, uid)
+        await service.catch_up()  # never an answer from a vault another worker has reloaded since
+        # The generation runs in its own task, cancelled if the visitor leaves before the answer.
+        task = service.spawn(service.answer(question, sid, uid))
+        watcher = asyncio.ensure_future(_wait_for_disconnect(request))
+        try:
+            await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watcher.cancel()
+            await cancel_and_wait(task)
+        if task.cancelled() or not task.done():  # the client is gone: nobody reads this response
+            return Response(status_code=499)
+        result = task.result()
         return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
     @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., done | error")
@@ -665,7 +822,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     ) -> StreamingResponse:
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
-        service.follow_other_workers()
+        await service.catch_up()  # never an answer from a vault another worker has reloaded since
         queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
 
         async def emit(event: str, data: dict[str, Any]) -> None:
@@ -686,7 +843,8 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
                 await queue.put(("error", {"status": 500, "error": "internal_error", "message": "internal error"}))
 
         async def events() -> AsyncIterator[bytes]:
-            task = asyncio.create_task(produce())
+            task = service.spawn(produce())
+            getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
             try:
                 while True:
                     getter = asyncio.ensure_future(queue.get())
@@ -702,12 +860,13 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
                     if event in ("done", "error"):
                         return
             finally:
-                if not task.done():
-                    task.cancel()
-                    with suppress(asyncio.CancelledError, Exception):
-                        await task
+                # The client left (or the stream ended): stop the generation, which closes its stream to
+                # Ollama, and leave no task behind.
+                if getter is not None and not getter.done():
+                    getter.cancel()
+                await cancel_and_wait(task)
 
-        return StreamingResponse(
+        return _ClosingStreamingResponse(
             events(),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
@@ -715,8 +874,12 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")
     async def health() -> JSONResponse:
-        service.follow_other_workers()
-        return JSONResponse(await service.health())
+        vault_error = None
+        try:
+            await service.catch_up()
+        except ApiError as error:
+            vault_error = error.code
+        return JSONResponse(await service.health(vault_error))
 
     @app.post("/reload-vault", summary="Re-read the vault and swap the index atomically")
     async def reload_vault(request: Request) -> JSONResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def log_config(level: str) -> dict[str, Any]:
-    """uvicorn's logging configuration, plus the `grasbot` loggers at `level` through uvicorn's own handler.
+    """uvicorn's logging configuration, plus the `grasbot` loggers at `level` through uvicorn's own handler,
+    and the Langfuse SDK's and OpenTelemetry's loggers through it too (at `level`, WARNING at least).
 
     GrasBot's lines then look like uvicorn's (`INFO:     GrasBot ready: ...`, on stderr), appear once (the
     `grasbot` logger does not propagate), and `--log-level` applies to both. Every worker applies it.
@@ -104,6 +106,11 @@ def log_config(level: str) -> dict[str, Any]:
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["grasbot"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    # The lines of the Langfuse SDK and of its OpenTelemetry exporter (export failures...) the same way,
+    # never below WARNING: their debug lines may show what is being sent.
+    sdk_level = logging.getLevelName(max(logging.getLevelName(level.upper()), logging.WARNING))
+    for name in ("langfuse", "opentelemetry"):
+        config["loggers"][name] = {"handlers": ["default"], "level": sdk_level, "propagate": False}
     return config
 
 

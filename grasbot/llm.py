@@ -286,6 +286,8 @@ class LLMClient:
         self.options = options or GenerationOptions()
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.max_connections = max_connections
+        self.in_flight = 0  # chats under way (each holds one pooled connection)
         self._client = ollama.AsyncClient(
             host=base_url,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
@@ -314,6 +316,7 @@ class LLMClient:
     async def chat(self, messages: Sequence[Message]) -> Generation:
         """One non-streamed chat. Raises an `LLMError`; an empty visible answer raises `LLMEmptyAnswer`."""
         started = time.perf_counter()
+        self.in_flight += 1
         try:
             async with asyncio.timeout(self.timeout):
                 response = await self._client.chat(**self._request(messages, stream=False))
@@ -321,6 +324,8 @@ class LLMClient:
             if isinstance(error, asyncio.CancelledError):
                 raise
             raise map_error(error) from None
+        finally:
+            self.in_flight -= 1
         if not response.done:
             raise LLMResponseError("the language model server sent an unfinished reply (no final message)")
         gen = Generation(model=self.model)
@@ -343,6 +348,7 @@ class LLMClient:
         visible: list[str] = []
         deadline = asyncio.get_running_loop().time() + self.timeout
         finished = False
+        self.in_flight += 1
         try:
             async with asyncio.timeout_at(deadline):
                 stream = await self._client.chat(**self._request(messages, stream=True))
@@ -375,6 +381,7 @@ class LLMClient:
                 raise
             raise map_error(error) from None
         finally:
+            self.in_flight -= 1
             result.raw = "".join(raw)
             result.text = "".join(visible).strip()
             result.elapsed_ms = (time.perf_counter() - started) * 1000

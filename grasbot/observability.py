@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -29,6 +31,11 @@ log = logging.getLogger("grasbot.observability")
 
 #: Relevance is the best retrieval score over this, capped at 1 (the seed's calibration).
 RELEVANCE_SCALE = 15.0
+
+#: The longest the server's stop waits for Langfuse to take what is buffered; what is left is dropped.
+#: (Unbounded, the SDK sends batch after batch, each waiting up to LANGFUSE_TIMEOUT and retried: minutes
+#: when Langfuse is slow or a black hole.)
+SHUTDOWN_SECONDS = 5.0
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")  # fullmatch: `$` would accept a final newline
 
@@ -47,15 +54,21 @@ def follow_uvicorn_logging() -> None:
     that gave the root logger a handler gets the records by propagation. Records keep their privacy rules:
     GrasBot never logs note content, at any level.
     """
-    ours = logging.getLogger("grasbot")
     server = logging.getLogger("uvicorn")
-    if ours.handlers or logging.getLogger().handlers or not server.handlers:
+    if logging.getLogger().handlers or not server.handlers:
         return
-    for handler in server.handlers:
-        ours.addHandler(handler)
-    if ours.level == logging.NOTSET:
-        ours.setLevel(logging.getLogger("uvicorn.error").getEffectiveLevel())
-    ours.propagate = False  # one line per record, whatever is added to the root later
+    level = logging.getLogger("uvicorn.error").getEffectiveLevel()
+    # The Langfuse SDK's and its exporter's lines too (never below WARNING: debug lines may show what is sent).
+    sdk_loggers = ("langfuse", "opentelemetry")
+    for name, floor in (("grasbot", logging.NOTSET), *((n, logging.WARNING) for n in sdk_loggers)):
+        ours = logging.getLogger(name)
+        if ours.handlers:
+            continue
+        for handler in server.handlers:
+            ours.addHandler(handler)
+        if ours.level == logging.NOTSET or name in sdk_loggers:
+            ours.setLevel(max(level, floor))
+        ours.propagate = False  # one line per record, whatever is added to the root later
 
 
 def retrieval_relevance(max_score: float) -> float:
@@ -131,11 +144,20 @@ class Observability:
             log.info("Langfuse disabled, missing: %s", ", ".join(missing))
             return
         try:
+            sdk_logger = logging.getLogger("langfuse")
+            configured = sdk_logger.level  # importing the SDK sets its logger to WARNING: keep ours
             from langfuse import Langfuse
+
+            if configured != logging.NOTSET:
+                sdk_logger.setLevel(configured)
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
 
-            self._provider = TracerProvider(resource=Resource.create({"service.name": "grasbot"}))
+            # shutdown_on_exit=False: the provider is shut down by `shutdown()` below, within its time
+            # bound; OpenTelemetry's own exit hook would flush again, without a bound, at interpreter exit.
+            self._provider = TracerProvider(
+                resource=Resource.create({"service.name": "grasbot"}), shutdown_on_exit=False
+            )
             self._client = Langfuse(
                 public_key=settings.langfuse_public_key,
                 secret_key=settings.langfuse_secret_key,
@@ -196,14 +218,73 @@ class Observability:
             except Exception as error:  # noqa: BLE001
                 log.warning("Langfuse flush failed (%s)", type(error).__name__)
 
-    def shutdown(self) -> None:
-        """Send what is buffered and stop the background exporters (called when the server stops)."""
-        if self._client is None:
+    def pending(self) -> tuple[int | None, int | None]:
+        """(spans, scores) buffered and not yet delivered; None where the SDK does not tell."""
+        return _pending_spans(self._provider), _pending_scores(self._client)
+
+    def shutdown(self, timeout: float = SHUTDOWN_SECONDS, abandon: threading.Event | None = None) -> None:
+        """Send what is buffered and stop the background exporters (called when the server stops).
+
+        Bounded: after `timeout` seconds, or as soon as `abandon` is set (a second stop signal), what
+        Langfuse has not taken is dropped, with one log line saying how much. The SDK's shutdown goes on in
+        a daemon thread, which never holds the process back.
+        """
+        client, provider = self._client, self._provider
+        if client is None:
             return
-        try:
-            self._client.shutdown()
-            if self._provider is not None:
-                self._provider.shutdown()
-        except Exception as error:  # noqa: BLE001
-            log.warning("Langfuse shutdown failed (%s)", type(error).__name__)
         self._client = None
+        spans, scores = _pending_spans(provider), _pending_scores(client)
+        if spans or scores:
+            log.info(
+                "sending buffered traces to Langfuse (%s spans, %s scores), at most %.0f s",
+                _count(spans), _count(scores), timeout,
+            )  # fmt: skip
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                client.shutdown()
+                if provider is not None:
+                    provider.shutdown()
+            except Exception as error:  # noqa: BLE001
+                log.warning("Langfuse shutdown failed (%s)", type(error).__name__)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="grasbot-langfuse-shutdown", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.05):
+            forced = abandon is not None and abandon.is_set()
+            if forced or time.monotonic() >= deadline:
+                spans, scores = _pending_spans(provider), _pending_scores(client)
+                log.warning(
+                    "Langfuse did not take the buffered data %s: dropped %s spans and %s scores",
+                    "before a second stop signal" if forced else f"within {timeout:.0f} s",
+                    _count(spans), _count(scores),
+                )  # fmt: skip
+                return
+
+
+def _count(value: int | None) -> str:
+    return "an unknown number of" if value is None else str(value)
+
+
+def _pending_spans(provider: Any | None) -> int | None:
+    """Spans waiting in the batch processors of `provider` (the one being exported is not counted)."""
+    if provider is None:
+        return 0
+    try:
+        processors = provider._active_span_processor._span_processors  # noqa: SLF001
+        return sum(len(p._batch_processor._queue) for p in processors if hasattr(p, "_batch_processor"))  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - another SDK version: say it is unknown
+        return None
+
+
+def _pending_scores(client: Any | None) -> int | None:
+    """Scores queued or being sent by the Langfuse client, not yet acknowledged."""
+    if client is None:
+        return 0
+    try:
+        return int(client._resources._score_queue.unfinished_tasks)  # noqa: SLF001
+    except Exception:  # noqa: BLE001
+        return None

@@ -9,6 +9,11 @@ A real Ollama and its weights cannot be installed here. This server answers what
 - errors as `{"error": "..."}`: 404 `model 'x' not found` for an unknown model, any status on demand, and an
   `{"error": ...}` line in the middle of a stream.
 
+It also tells how its clients behave: `open_connections` counts the TCP connections open right now (a
+client that leaks them shows here), and a chat whose client closes the connection before the reply ends is
+noticed during the scripted delays (the handler watches the socket while it waits) and counted in
+`abandoned_chats`; `chats_in_progress` counts the chats still being answered.
+
 Each test scripts it (`fake.script(reply=..., delay=..., fail_status=..., empty=True, ...)`); `reply` may be a
 function of the request body, so an answer can depend on the prompt. Every request is recorded
 (`fake.requests`, `fake.chat_prompts()`) so tests can check what the service sent.
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -77,6 +84,9 @@ class FakeOllama(LoopbackServer):
         self._script = Script()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.open_connections = 0  # TCP connections open now
+        self.chats_in_progress = 0  # chats being answered now
+        self.abandoned_chats = 0  # chats whose client closed the connection before the end of the reply
 
     # -- control ------------------------------------------------------------------------------------
     def script(self, **changes: Any) -> FakeOllama:
@@ -114,6 +124,19 @@ class FakeOllama(LoopbackServer):
         """Sleep unless the server stops; False when it stopped."""
         return not self._stop.wait(seconds) if seconds > 0 else not self._stop.is_set()
 
+    def _count(self, name: str, delta: int) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + delta)
+
+    def wait_until(self, predicate: Callable[[FakeOllama], bool], timeout: float = 10.0) -> bool:
+        """Poll `predicate(self)` until it holds; False after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
 
 class _Handler(BaseHTTPRequestHandler):
     owner: FakeOllama
@@ -123,6 +146,48 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
         return
+
+    def setup(self) -> None:
+        super().setup()
+        self.owner._count("open_connections", 1)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.owner._count("open_connections", -1)
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the client went away; nothing to report
+
+    def _client_closed(self) -> bool:
+        """Whether the client has closed (or reset) its side of the connection."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (ConnectionResetError, OSError):
+            return True
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait like a model thinking; False when the server stops or the client has gone (recorded)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self._client_closed():
+                self.owner._count("abandoned_chats", 1)
+                self.close_connection = True
+                return False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return not self.owner._stop.is_set()
+            if self.owner._stop.wait(min(remaining, 0.02)):
+                return False
 
     # -- helpers ------------------------------------------------------------------------------------
     def _json(self, status: int, payload: Any) -> None:
@@ -185,7 +250,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": "invalid request body"})
             return
         model = body.get("model")
-        if not self.owner._sleep(script.delay):
+        self.owner._count("chats_in_progress", 1)
+        try:
+            self._chat(body, script, model)
+        finally:
+            self.owner._count("chats_in_progress", -1)
+
+    def _chat(self, body: dict[str, Any], script: Script, model: Any) -> None:
+        if not self._wait(script.delay):
             return
         if script.drop:
             self.close_connection = True
@@ -225,7 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for i, piece in enumerate(_pieces(text)):
-                if i and not self.owner._sleep(script.chunk_delay):
+                if i and not self._wait(script.chunk_delay):
+                    self.close_connection = True
                     return
                 self._chunk({"model": model, "created_at": _now(), "message": {"role": "assistant", "content": piece}, "done": False})
                 if script.error_mid_stream is not None:
@@ -237,6 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
+            self.owner._count("abandoned_chats", 1)
+            self.close_connection = True
             return
 
 

@@ -144,7 +144,9 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     finally:
         if running is not None:
             running.stop()
-            running.service.stamp_path.unlink(missing_ok=True)  # the reload stamp in the temp dir
+            stamp = running.service.stamp_path  # the reload stamp in the temp dir, and its lock
+            stamp.unlink(missing_ok=True)
+            stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
         sock.close()
         root.removeHandler(capture)
         for name, level in levels.items():

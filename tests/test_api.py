@@ -278,9 +278,33 @@ def test_health(api: httpx.Client) -> None:
     assert body["status"] == "ok"
     assert body["vault"]["notes"] == body["vault_size"] == PUBLIC_COUNT
     assert sum(body["vault"]["by_type"].values()) == PUBLIC_COUNT
-    assert body["llm"] == {"url": body["config"]["ollama_url"], "model": "qwen3:8b", "reachable": True, "model_available": True}
+    assert body["llm"] == {
+        "url": body["config"]["ollama_url"], "model": "qwen3:8b", "reachable": True, "model_available": True,
+        "in_flight": 0, "max_connections": 200, "saturated": False,
+    }  # fmt: skip
     assert body["observability"] == {"langfuse_enabled": False}
     assert body["config"]["search_top_k"] == 5 and body["config"]["ask_max_chars"] == 2000
+
+
+def test_health_is_degraded_while_every_llm_connection_is_taken(fake_ollama: FakeOllama) -> None:
+    """Generations under way are counted: with all of the pool's connections taken, new questions would
+    wait, so /health does not say plainly ok."""
+    import threading
+
+    fake_ollama.script(reply="lent", delay=1.5)
+    with run_server(service_settings(fake_ollama), SAMPLE_VAULT) as server:
+        server.service.llm.max_connections = 2  # what /health compares with (the pool itself holds 200)
+        asks = [threading.Thread(target=httpx.get, args=(f"{server.url}/ask",), kwargs={"params": {"q": RUST}, "timeout": 10}) for _ in range(2)]
+        for t in asks:
+            t.start()
+        assert fake_ollama.wait_until(lambda f: f.chats_in_progress == 2, timeout=5)
+        body = httpx.get(f"{server.url}/health", timeout=5, trust_env=False).json()
+        assert body["status"] == "degraded"
+        assert body["llm"]["in_flight"] == 2 and body["llm"]["saturated"] is True
+        for t in asks:
+            t.join(timeout=10)
+        body = httpx.get(f"{server.url}/health", timeout=5, trust_env=False).json()
+        assert body["status"] == "ok" and body["llm"]["in_flight"] == 0
 
 
 def test_health_shows_no_secret(fake_ollama: FakeOllama) -> None:
@@ -576,6 +600,13 @@ def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
     assert "GRASBOT_RELOAD_TOKEN" in run.stderr and "empty" in run.stderr and "Traceback" not in run.stderr
 
 
+def forget_reloads(vault: Path) -> None:
+    """Remove the reload stamp (and its lock) that the servers of `vault` share in the temp folder."""
+    stamp = reload_stamp_path(vault)
+    stamp.unlink(missing_ok=True)
+    stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
+
+
 def start_and_log(cmd: list[str], env: dict[str, str], log_path: Path, port: int, reload: bool = True) -> str:
     """Run a server command until /health answers, optionally reload once, stop it; return its whole output."""
     with log_path.open("w", encoding="utf-8") as out:
@@ -604,6 +635,7 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
     env.update(OLLAMA_URL=fake_ollama.url)
+    forget_reloads(SAMPLE_VAULT)  # versions follow the vault's reload stamp: start from a fresh one
     port = closed_port()
     serve = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
     text = start_and_log([*serve, "--log-level", "info"], env, tmp_path / "info.log", port)
@@ -619,6 +651,7 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
     port = closed_port()
     serve[-1] = str(port)
     quiet = start_and_log([*serve, "--log-level", "warning"], env, tmp_path / "warning.log", port)
+    forget_reloads(SAMPLE_VAULT)
     assert "GrasBot ready" not in quiet and "vault reloaded" not in quiet and "Uvicorn running" not in quiet
 
 
@@ -631,7 +664,9 @@ def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_o
     env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(SAMPLE_VAULT))
     port = closed_port()
     cmd = [sys.executable, "-m", "uvicorn", "--factory", "grasbot.api:create_app", "--port", str(port), "--log-level", "info"]
+    forget_reloads(SAMPLE_VAULT)
     text = start_and_log(cmd, env, tmp_path / "uvicorn.log", port)
+    forget_reloads(SAMPLE_VAULT)
     assert len(re.findall(r"(?m)^INFO: +GrasBot ready: ", text)) == 1, text
     assert len(re.findall(r"(?m)^INFO: +vault reloaded: version 2", text)) == 1, text
 
@@ -677,7 +712,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
             time.sleep(0.05)
     finally:
         stop_process(proc)
-        reload_stamp_path(service_vault).unlink(missing_ok=True)
+        forget_reloads(service_vault)
 
 
 def test_client_leaving_a_stream_does_not_hang_the_server(fake_ollama: FakeOllama) -> None:
@@ -692,3 +727,64 @@ def test_client_leaving_a_stream_does_not_hang_the_server(fake_ollama: FakeOllam
             assert client.get("/ask", params={"q": RUST}).json()["response"] == "ok"
         assert "internal error" not in server.logs.text()
     # Leaving the `with` stopped the server: had the abandoned generation kept it busy, this would time out.
+
+
+def _leave_streams_after_first_token(url: str, count: int) -> None:
+    """Open `count` /ask/stream at once and drop each connection as soon as its first token arrives."""
+    import asyncio
+
+    async def one(client: httpx.AsyncClient) -> None:
+        async with client.stream("GET", "/ask/stream", params={"q": RUST}) as r:
+            async for line in r.aiter_lines():
+                if line == "event: token":
+                    return  # leaving the `with` closes the connection mid-stream
+        raise AssertionError("the stream ended before its first token")
+
+    async def main() -> None:
+        limits = httpx.Limits(max_connections=count, max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=url, timeout=20, trust_env=False, limits=limits) as client:
+            await asyncio.gather(*(one(client) for _ in range(count)))
+
+    asyncio.run(main())
+
+
+def test_visitors_leaving_streams_close_the_upstream_connections(fake_ollama: FakeOllama) -> None:
+    """A visitor who leaves a stream stops its generation: the connection to Ollama is closed at once
+    (before, every one stayed open and counted in the LLM client's pool for good, and after 200 of them
+    every question hung until 504), and no task is left pending."""
+    import gc
+
+    count = 30
+    # 200 words, 0.2 s apart: 40 s to read to the end, far beyond the waits below.
+    fake_ollama.script(reply=" ".join(f"mot{i}" for i in range(200)), delay=0.5, chunk_delay=0.2)
+    with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
+        _leave_streams_after_first_token(server.url, count)
+        assert fake_ollama.wait_until(lambda f: f.chats_in_progress == 0 and f.open_connections == 0, timeout=5), (
+            f"{fake_ollama.chats_in_progress} chats still being read, {fake_ollama.open_connections} connections open"
+        )
+        assert fake_ollama.abandoned_chats == count
+        assert server.service.llm.in_flight == 0
+        fake_ollama.script(reply="toujours là")
+        started = time.monotonic()
+        r = httpx.get(f"{server.url}/ask", params={"q": RUST}, timeout=10, trust_env=False)
+        assert r.status_code == 200 and r.json()["response"] == "toujours là"
+        assert time.monotonic() - started < 2
+        gc.collect()  # a pending task dropped on the floor is reported when it is collected
+        time.sleep(0.1)
+        assert "Task was destroyed" not in server.logs.text()
+        assert not server.service._tasks
+
+
+def test_visitor_leaving_a_plain_ask_cancels_the_generation(fake_ollama: FakeOllama) -> None:
+    """GET /ask whose client gives up: the generation is cancelled and its Ollama connection closed,
+    instead of running to the end for nobody."""
+    fake_ollama.script(reply="trop tard", delay=30)
+    with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.get(f"{server.url}/ask", params={"q": RUST}, timeout=httpx.Timeout(1.0), trust_env=False)
+        assert fake_ollama.wait_until(lambda f: f.abandoned_chats == 1 and f.open_connections == 0, timeout=5), (
+            f"the fake still answers {fake_ollama.chats_in_progress} chats"
+        )
+        assert fake_ollama.wait_until(lambda _: not server.service._tasks, timeout=2)
+        fake_ollama.script(reply="ok")
+        assert httpx.get(f"{server.url}/ask", params={"q": RUST}, timeout=10, trust_env=False).json()["response"] == "ok"

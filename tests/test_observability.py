@@ -214,3 +214,164 @@ def test_trace_id_format() -> None:
     assert is_trace_id("0123456789abcdef" * 2)
     for bad in ("0123456789abcdef" * 2 + "\n", "0123456789ABCDEF" * 2, "0" * 31, "0" * 33, ""):
         assert not is_trace_id(bad), repr(bad)  # a `$`-anchored pattern accepted the final newline
+
+
+class BlackHole:
+    """A TCP server that accepts every connection and never answers: a Langfuse that hangs."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def serve_with_black_hole_langfuse(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, langfuse_url: str | None = None):  # noqa: ANN001, ANN201, E501
+    """`grasbot serve` traced to `hole` (or `langfuse_url`), after `asks` questions; returns (process, log path)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env.update(
+        OLLAMA_URL=fake.url,
+        LANGFUSE_PUBLIC_KEY="pk-lf-test",
+        LANGFUSE_SECRET_KEY="sk-lf-SECRET-black-hole",
+        LANGFUSE_BASE_URL=langfuse_url or hole.url,
+        LANGFUSE_TIMEOUT="60",  # every request to Langfuse hangs a minute
+        LANGFUSE_FLUSH_INTERVAL="0.2",
+    )
+    log_path = tmp_path / "serve.log"
+    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
+    out = log_path.open("w", encoding="utf-8")
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
+    out.close()
+    deadline = time.monotonic() + 30
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, trust_env=False) as client:
+            while True:
+                try:
+                    client.get("/health")
+                    break
+                except httpx.HTTPError:
+                    assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
+                    time.sleep(0.1)
+            for i in range(asks):
+                assert client.get("/ask", params={"q": f"{RUST} {i}"}).status_code == 200
+    except BaseException:
+        proc.kill()
+        proc.wait(timeout=5)
+        raise
+    return proc, log_path
+
+
+def test_stop_with_a_hanging_langfuse_is_bounded(tmp_path, fake_ollama: FakeOllama) -> None:  # noqa: ANN001
+    """With Langfuse accepting connections and never answering, SIGTERM still stops the server within
+    seconds (it used to take minutes: batch after batch, each waiting LANGFUSE_TIMEOUT); what is dropped is
+    said in one line, formatted like every other (the SDK's lines too)."""
+    import re
+    import time
+
+    hole = BlackHole()
+    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=40)
+    try:
+        time.sleep(0.5)  # the exporters are now stuck on the black hole
+        stopped = time.monotonic()
+        proc.terminate()
+        proc.wait(timeout=20)
+        elapsed = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+        hole.close()
+    text = log_path.read_text(encoding="utf-8")
+    assert elapsed < 10, f"stopping took {elapsed:.1f} s\n{text}"
+    dropped = re.findall(r"(?m)^WARNING: +Langfuse did not take the buffered data within 5 s: dropped (\d+) spans and (\d+) scores$", text)
+    assert len(dropped) == 1, text
+    assert int(dropped[0][0]) + int(dropped[0][1]) > 0, text
+    assert "Traceback" not in text and "sk-lf-SECRET" not in text
+    for line in text.splitlines():  # uvicorn's format for every line, the Langfuse SDK's included
+        assert re.match(r"(INFO|WARNING|ERROR|CRITICAL|DEBUG): ", line), line
+
+
+def test_a_second_signal_ends_the_langfuse_flush_at_once(tmp_path, fake_ollama: FakeOllama) -> None:  # noqa: ANN001
+    import signal
+    import time
+
+    hole = BlackHole()
+    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=5)
+    try:
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while "sending buffered traces to Langfuse" not in log_path.read_text(encoding="utf-8"):
+            assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text(encoding="utf-8")
+            time.sleep(0.05)
+        forced = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        elapsed = time.monotonic() - forced
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+        hole.close()
+    text = log_path.read_text(encoding="utf-8")
+    assert elapsed < 2, f"the second signal took {elapsed:.1f} s to stop the server\n{text}"
+    assert "Langfuse did not take the buffered data before a second stop signal: dropped" in text, text
+
+
+def test_langfuse_sdk_lines_are_formatted_like_ours(tmp_path, fake_ollama: FakeOllama) -> None:  # noqa: ANN001
+    """The Langfuse SDK's own lines (and its OpenTelemetry exporter's) go through uvicorn's handler, with
+    the `LEVEL:` prefix, instead of reaching stderr bare."""
+    import re
+    import socket
+    import time
+
+    with socket.socket() as s:  # nothing listens there: every export fails, and the SDK says so
+        s.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{s.getsockname()[1]}"
+    hole = BlackHole()
+    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=1, langfuse_url=refused)
+    try:
+        deadline = time.monotonic() + 15
+        while "Failed to send" not in log_path.read_text(encoding="utf-8"):
+            assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text(encoding="utf-8")
+            time.sleep(0.1)
+        proc.terminate()
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+        hole.close()
+    text = log_path.read_text(encoding="utf-8")
+    assert re.search(r"(?m)^ERROR: +API error: Failed to send \d+ scores to Langfuse", text), text
+    for line in text.splitlines():
+        assert re.match(r"(INFO|WARNING|ERROR|CRITICAL): ", line), line
+    assert "sk-lf-SECRET" not in text

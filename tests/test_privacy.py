@@ -202,3 +202,67 @@ def test_reload_names_a_note_turned_private_only_as_removed(fake_ollama: FakeOll
     leaks += find_leaks("prompts", json.dumps(fake_ollama.chat_requests(), ensure_ascii=False), ("MARQUEUR-",))
     leaks += find_leaks("server log", server.logs.text(), MARKERS + SLUGS + ("MARQUEUR-", "la-derniere-ecluse"))
     assert leaks == []
+
+
+def test_no_worker_answers_from_the_vault_before_a_reload(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    """Two workers of one deployment (two apps on the same vault folder, sharing its reload stamp, as the
+    processes of `--workers 2` do): once POST /reload-vault has answered on one, the other, idle until then,
+    never answers from its previous vault, where a note just made private was still public."""
+    import time
+
+    import httpx
+
+    from tests.service_fixtures import service_settings
+
+    turned = service_vault / "10-Projets" / "la-derniere-ecluse.md"
+    turned.write_text(turned.read_text(encoding="utf-8") + "\nMARQUEUR-ENCORE-PUBLIC\n", encoding="utf-8")
+    question = "La Dernière Écluse, le jeu de game jam sous Godot ?"
+    fake_ollama.script(reply=echo_prompt)
+    settings = service_settings(fake_ollama)
+    with run_server(settings, service_vault) as first, run_server(settings, service_vault) as second:
+        a, b = first.client(), second.client()
+        # While public, the note is a source and its text reaches the prompt: the question does aim at it.
+        r = b.get("/ask", params={"q": question})
+        assert any(s["slug"] == "la-derniere-ecluse" for s in r.json()["sources"])
+        assert "MARQUEUR-ENCORE-PUBLIC" in fake_ollama.chat_prompts()[-1]
+        time.sleep(1.2)  # the second worker stays idle a while (it used to look at the stamp once a second)
+
+        text = turned.read_text(encoding="utf-8")
+        turned.write_text(text.replace("visibility: public", "visibility: private", 1), encoding="utf-8")
+        reloaded = a.post("/reload-vault")
+        assert reloaded.status_code == 200 and reloaded.json()["removed"] == ["la-derniere-ecluse"]
+        asked = len(fake_ollama.chat_prompts())
+
+        r = b.get("/ask", params={"q": question})  # at once, on the other worker
+        assert r.status_code == 200, r.text
+        assert all(s["slug"] != "la-derniere-ecluse" for s in r.json()["sources"])
+        stream = b.get("/ask/stream", params={"q": question})
+        for event, data in sse_events(stream.text):
+            if event in ("sources", "done"):
+                assert all(s["slug"] != "la-derniere-ecluse" for s in data["sources"])
+        prompts = fake_ollama.chat_prompts()[asked:]
+        assert len(prompts) == 2 and not [p for p in prompts if "MARQUEUR-ENCORE-PUBLIC" in p]
+        assert "MARQUEUR-ENCORE-PUBLIC" not in r.text + stream.text
+
+        # Every worker numbers the vault alike.
+        version = reloaded.json()["vault_version"]
+        assert a.get("/health").json()["vault"]["vault_version"] == version
+        assert b.get("/health").json()["vault"]["vault_version"] == version
+
+        # A worker that cannot follow a reload answers 503, never from the vault it had.
+        (service_vault / "10-Projets" / "tout-neuf.md").write_text(
+            "---\ntitle: Tout neuf\nslug: tout-neuf\ntype: projet\nvisibility: public\n---\n\nNeuf.\n", encoding="utf-8"
+        )
+        assert a.post("/reload-vault").status_code == 200
+        hidden = service_vault.with_name("vault-moved")
+        service_vault.rename(hidden)
+        try:
+            r = b.get("/ask", params={"q": question})
+            assert r.status_code == 503 and r.json()["error"] == "vault_unavailable", r.text
+            assert "Traceback" not in r.text
+            assert b.get("/health").json()["status"] == "degraded"
+        finally:
+            hidden.rename(service_vault)
+        r = b.get("/ask", params={"q": question})  # the next question catches up
+        assert r.status_code == 200 and r.json()["vault_size"] == reloaded.json()["notes"] + 1
+        assert httpx.get(f"{second.url}/health", trust_env=False).json()["vault"]["vault_version"] == version + 1
