@@ -46,7 +46,7 @@ from grasbot import __version__
 from grasbot.config import Settings, redact_url
 from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.memory import ConversationMemory, Turn
-from grasbot.notes import Note
+from grasbot.notes import Note, visible_to_visitors
 from grasbot.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -153,8 +153,8 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
     problems: list[dict[str, Any]] = []
     for path in sorted(vault.notes):
         note = vault.notes[path]
-        if note.is_private:
-            continue  # a private note is not mentioned at all, not even its problems
+        if not visible_to_visitors(note):
+            continue  # a hidden note is not mentioned at all, not even its problems: its path names it
         for p in note.problems:
             problems.append(_problem_view(p.path, p.line, p.column, p.code, p.message, note))
         if not is_servable(note):
@@ -425,6 +425,10 @@ class Service:
         self._stamp_seen = stamp
         elapsed = (time.perf_counter() - started) * 1000
         changes = _changes(old, new)
+        if changes["removed"] and self.memory.enabled:
+            # a note that left the public set (made private, deleted) may be quoted in remembered answers,
+            # which go back to the model with the next question: those conversations start afresh
+            self.memory.clear()
         log.info(
             "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
             new.version, new.size, len(changes["added"]), len(changes["removed"]),

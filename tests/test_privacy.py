@@ -266,3 +266,29 @@ def test_no_worker_answers_from_the_vault_before_a_reload(fake_ollama: FakeOllam
         r = b.get("/ask", params={"q": question})  # the next question catches up
         assert r.status_code == 200 and r.json()["vault_size"] == reloaded.json()["notes"] + 1
         assert httpx.get(f"{second.url}/health", trust_env=False).json()["vault"]["vault_version"] == version + 1
+
+
+def test_a_note_made_private_leaves_the_conversations_and_the_problems(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    """Answers remembered for a session go back to the model with its next question: once a note they may
+    quote is made private, they are forgotten. A hidden note with a broken frontmatter is not listed among
+    the problems either (its path names it)."""
+    from tests.service_fixtures import service_settings
+
+    note = service_vault / "10-Projets" / "la-derniere-ecluse.md"
+    fake_ollama.script(reply=echo_prompt)  # the "answer" quotes the whole prompt, note included
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        client = server.client()
+        r = client.get("/ask", params={"q": "La Dernière Écluse, le jeu de game jam sous Godot ?", "session_id": "s1"})
+        assert any(s["slug"] == "la-derniere-ecluse" for s in r.json()["sources"])
+        text = note.read_text(encoding="utf-8")
+        note.write_text(text.replace("visibility: public", "visibility: private", 1), encoding="utf-8")
+        (service_vault / "30-Parcours" / "prive-casse.md").write_text(
+            "---\ntitle: [casse\nvisibility: private\n---\nMARQUEUR-CASSE\n", encoding="utf-8")
+        body = client.post("/reload-vault").json()
+        assert body["removed"] == ["la-derniere-ecluse"]
+        assert all("prive-casse" not in p["path"] for p in body["problems"])
+        before = len(fake_ollama.chat_requests())
+        client.get("/ask", params={"q": "Et ensuite ?", "session_id": "s1"})
+        sent = json.dumps(fake_ollama.chat_requests()[before:], ensure_ascii=False)
+    assert "Godot" not in sent and "Écluse" not in sent
+    assert "prive-casse" not in json.dumps(body)
