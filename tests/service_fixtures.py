@@ -153,6 +153,19 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
             logging.getLogger(name).setLevel(level)
 
 
+def wait_for_health(client: httpx.Client, proc: Any, log_path: Path, timeout: float = 30.0) -> None:
+    """Poll `GET /health` until a server started as a subprocess (`proc`) answers; fail with its log if it
+    exits or does not answer within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.get("/health")
+            return
+        except httpx.HTTPError:
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
+            time.sleep(0.1)
+
+
 def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
     """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama."""
     base = Settings.from_env(environ={}, env_file=None)

@@ -17,7 +17,15 @@ from grasbot.api import reload_stamp_path
 from grasbot.vault import Vault
 from tests.fake_ollama import FakeOllama
 from tests.service_fixtures import *  # noqa: F403
-from tests.service_fixtures import SAMPLE_VAULT, RunningServer, run_server, service_settings, sse_events, write_note
+from tests.service_fixtures import (
+    SAMPLE_VAULT,
+    RunningServer,
+    run_server,
+    service_settings,
+    sse_events,
+    wait_for_health,
+    write_note,
+)
 
 PUBLIC_COUNT = sum(1 for n in Vault.load(SAMPLE_VAULT).notes.values() if not n.is_private) if SAMPLE_VAULT.is_dir() else 0
 RUST = "Que sait-il faire en Rust ?"
@@ -612,15 +620,8 @@ def start_and_log(cmd: list[str], env: dict[str, str], log_path: Path, port: int
     with log_path.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, env=env, cwd=log_path.parent, stdout=out, stderr=subprocess.STDOUT, text=True)
         try:
-            deadline = time.monotonic() + 30
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as client:
-                while True:
-                    try:
-                        client.get("/health")
-                        break
-                    except httpx.HTTPError:
-                        assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
-                        time.sleep(0.1)
+                wait_for_health(client, proc, log_path)
                 if reload:
                     assert client.post("/reload-vault").status_code == 200
         finally:

@@ -13,7 +13,7 @@ from grasbot.observability import is_trace_id, retrieval_relevance
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector, Span
 from tests.service_fixtures import *  # noqa: F403
-from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server
+from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server, wait_for_health
 
 RUST = "Que sait-il faire en Rust ?"
 OFF_TOPIC = "Quel temps fait-il demain ?"
@@ -270,16 +270,9 @@ def serve_with_black_hole_langfuse(tmp_path, fake: FakeOllama, hole: BlackHole, 
     out = log_path.open("w", encoding="utf-8")
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
     out.close()
-    deadline = time.monotonic() + 30
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, trust_env=False) as client:
-            while True:
-                try:
-                    client.get("/health")
-                    break
-                except httpx.HTTPError:
-                    assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
-                    time.sleep(0.1)
+            wait_for_health(client, proc, log_path)
             for i in range(asks):
                 assert client.get("/ask", params={"q": f"{RUST} {i}"}).status_code == 200
     except BaseException:
