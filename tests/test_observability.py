@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import base64
 from collections.abc import Iterator
 
@@ -245,13 +247,28 @@ class BlackHole:
             conn.close()
 
 
-def serve_with_black_hole_langfuse(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, langfuse_url: str | None = None):  # noqa: ANN001, ANN201, E501
-    """`grasbot serve` traced to `hole` (or `langfuse_url`), after `asks` questions; returns (process, log path)."""
+@contextlib.contextmanager
+def served_with_black_hole_langfuse(tmp_path, fake: FakeOllama, asks: int, langfuse_url: str | None = None):  # noqa: ANN001, ANN201, E501
+    """`grasbot serve` traced to a black hole (or `langfuse_url`), after `asks` questions: yields (process,
+    log path); the process is killed if still running at the end, and the black hole closed."""
+    hole = BlackHole()
+    try:
+        proc, log_path = _serve_traced_to(tmp_path, fake, hole, asks, langfuse_url)
+        try:
+            yield proc, log_path
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+    finally:
+        hole.close()
+
+
+def _serve_traced_to(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, langfuse_url: str | None):  # noqa: ANN001, ANN202
     import os
     import socket
     import subprocess
     import sys
-    import time
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -289,19 +306,12 @@ def test_stop_with_a_hanging_langfuse_is_bounded(tmp_path, fake_ollama: FakeOlla
     import re
     import time
 
-    hole = BlackHole()
-    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=40)
-    try:
+    with served_with_black_hole_langfuse(tmp_path, fake_ollama, asks=40) as (proc, log_path):
         time.sleep(0.5)  # the exporters are now stuck on the black hole
         stopped = time.monotonic()
         proc.terminate()
         proc.wait(timeout=20)
         elapsed = time.monotonic() - stopped
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-        hole.close()
     text = log_path.read_text(encoding="utf-8")
     assert elapsed < 10, f"stopping took {elapsed:.1f} s\n{text}"
     dropped = re.findall(r"(?m)^WARNING: +Langfuse did not take the buffered data within 5 s: dropped (\d+) spans and (\d+) scores$", text)
@@ -316,9 +326,7 @@ def test_a_second_signal_ends_the_langfuse_flush_at_once(tmp_path, fake_ollama: 
     import signal
     import time
 
-    hole = BlackHole()
-    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=5)
-    try:
+    with served_with_black_hole_langfuse(tmp_path, fake_ollama, asks=5) as (proc, log_path):
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 10
@@ -329,11 +337,6 @@ def test_a_second_signal_ends_the_langfuse_flush_at_once(tmp_path, fake_ollama: 
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
         elapsed = time.monotonic() - forced
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-        hole.close()
     text = log_path.read_text(encoding="utf-8")
     assert elapsed < 2, f"the second signal took {elapsed:.1f} s to stop the server\n{text}"
     assert "Langfuse did not take the buffered data before a second stop signal: dropped" in text, text
@@ -349,20 +352,13 @@ def test_langfuse_sdk_lines_are_formatted_like_ours(tmp_path, fake_ollama: FakeO
     with socket.socket() as s:  # nothing listens there: every export fails, and the SDK says so
         s.bind(("127.0.0.1", 0))
         refused = f"http://127.0.0.1:{s.getsockname()[1]}"
-    hole = BlackHole()
-    proc, log_path = serve_with_black_hole_langfuse(tmp_path, fake_ollama, hole, asks=1, langfuse_url=refused)
-    try:
+    with served_with_black_hole_langfuse(tmp_path, fake_ollama, asks=1, langfuse_url=refused) as (proc, log_path):
         deadline = time.monotonic() + 15
         while "Failed to send" not in log_path.read_text(encoding="utf-8"):
             assert time.monotonic() < deadline and proc.poll() is None, log_path.read_text(encoding="utf-8")
             time.sleep(0.1)
         proc.terminate()
         proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-        hole.close()
     text = log_path.read_text(encoding="utf-8")
     assert re.search(r"(?m)^ERROR: +API error: Failed to send \d+ scores to Langfuse", text), text
     for line in text.splitlines():
