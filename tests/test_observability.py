@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import base64
+import contextlib
 from collections.abc import Iterator
 
 import httpx
