@@ -426,6 +426,11 @@ async def test_obsidian_runs_the_os_opener_and_says_what_ran(vault: Path, tmp_pa
         await wait_for(pilot, lambda: record.read_text() != "", "the opener to write")
         assert json.loads(record.read_text()) == ["obsidian://open?vault=vault&file=10-Projets%2Fstation-meteo"]
         await wait_for(pilot, lambda: any("ran: xdg-open" in n.message for n in app._notifications), "notice")
+        # an opener that cannot open obsidian:// links (no handler) fails: that is said, with the URL
+        _script(bin_dir / "xdg-open", "import sys\nsys.exit(4)\n")
+        await pilot.press("o")
+        await wait_for(pilot, lambda: any("could not open it (status 4" in n.message for n in app._notifications),
+                       "the failure said")
 
 
 class _Api(http.server.ThreadingHTTPServer):
@@ -645,6 +650,10 @@ async def test_status_bar_halves_do_not_run_together_when_narrow(vault: Path) ->
         assert plain(left) == " vault · ✗5 !2 in 2 notes"
         assert len(plain(left)) <= left.size.width
         assert plain(right).startswith("API down") and right.region.x > left.region.x + len(plain(left))
+        # narrower still: the end is cut, with "…", on the one line
+        await pilot.resize_terminal(44, 15)
+        await wait_for(pilot, lambda: plain(left).endswith("…"), "the left half cut with an ellipsis")
+        assert plain(left).startswith(" vault · ✗5") and len(plain(left)) <= left.size.width
 
 
 def _type_at_once(app: VaultApp, *keys: str) -> None:
@@ -652,8 +661,9 @@ def _type_at_once(app: VaultApp, *keys: str) -> None:
     the first (Pilot's `press` waits for each key to be handled, which hides ordering bugs)."""
     from textual import events
 
+    named = {"slash": "/", "space": " "}  # what a terminal sends with these keys
     for key in keys:
-        event = events.Key(key, key if len(key) == 1 else None)
+        event = events.Key(key, key if len(key) == 1 else named.get(key))
         event.set_sender(app)
         app._driver.send_message(event)
 
@@ -678,6 +688,13 @@ async def test_keys_typed_at_once_land_where_they_were_typed(vault: Path) -> Non
         await pilot.pause(0.3)
         assert box.value == "rubot"
         assert not _notices(app, "No API configured")  # no `r` ever reached the screen
+        # `/` is the Ask key, and text in a box: `ci/cd` in the question, then in the filter
+        _type_at_once(app, "space", *"ci", "slash", *"cd")
+        await wait_for(pilot, lambda: question.value == "robot ci/cd", "a slash in the question")
+        _type_at_once(app, "escape", "f", "ctrl+u", *"ci", "slash", *"cd")
+        await wait_for(pilot, lambda: box.value == "ci/cd", "a slash in the filter")
+        await pilot.pause(0.3)
+        assert question.value == "robot ci/cd" and app.focused is box
 
 
 async def test_undecodable_note_is_shown_with_its_problem(vault: Path) -> None:
@@ -728,3 +745,21 @@ async def test_filtered_tree_gains_new_matches_and_keeps_what_it_shows(vault: Pa
         await wait_for(pilot, lambda: ROBOT in tree.shown, "the new match in the tree")
         assert METEO in tree.shown and row(app, METEO).fixable == 0  # still there, under the cursor
         assert screen.current == METEO and tree.current_path == METEO
+
+
+async def test_the_note_pane_follows_the_cursor_after_a_filter(vault: Path) -> None:
+    """A filtered tree may put its first match on the line the cursor had: the pane must follow the
+    cursor (notes at the top of the vault, as in Obsidian's help vault, start the tree)."""
+    (vault / "Accueil.md").write_text("---\ntitle: Accueil\n---\nBienvenue.\n", encoding="utf-8")
+    (vault / "Zèbre.md").write_text("---\ntitle: Zèbre\n---\nRayures.\n", encoding="utf-8")
+    app = app_for(vault)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await ready(pilot)
+        tree = screen.query_one(NoteTree)
+        view = await select(pilot, "10-Projets/robot-suiveur.md")
+        box = screen.query_one("#filter", Input)
+        screen.set_focus(box)
+        box.value = "zebre"
+        await wait_for(pilot, lambda: tree.current_path == "Zèbre.md", "the match under the cursor")
+        await wait_for(pilot, lambda: view.detail is not None and view.detail.path == "Zèbre.md",
+                       "the pane on the note under the cursor")

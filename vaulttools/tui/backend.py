@@ -66,6 +66,10 @@ FREEZE_ABOVE = 1000
 API_TIMEOUT = 1.5
 
 
+#: Seconds `open_in_obsidian` waits for the URL opener to say whether it could open the URL.
+OPENER_WAIT = 2.0
+
+
 class BackendError(Exception):
     """Something the user must be told in one line (missing vault, unreadable taxonomy, ...)."""
 
@@ -738,7 +742,7 @@ class Backend:
         if argv is None:
             return None, f"no URL opener found (xdg-open); open this URL yourself: {url}"
         try:
-            subprocess.Popen(
+            proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -747,7 +751,17 @@ class Backend:
             )
         except OSError as exc:
             return None, f"could not run {argv[0]}: {exc.strerror or exc}; open this URL yourself: {url}"
-        return argv, "ran: " + " ".join(shlex.quote(a) for a in [Path(argv[0]).name, *argv[1:]])
+        name = Path(argv[0]).name
+        # (runs on a worker thread) an opener hands the URL over and exits at once; one that fails says so
+        # by its status (no handler for obsidian://): wait a moment for it rather than claim success
+        try:
+            status = proc.wait(timeout=OPENER_WAIT)
+        except subprocess.TimeoutExpired:
+            status = 0  # still running: it is showing something
+        if status != 0:
+            return None, (f"{name} could not open it (status {status}: is Obsidian installed and registered for "
+                          f"obsidian:// links?); open this URL yourself: {url}")
+        return argv, "ran: " + " ".join(shlex.quote(a) for a in [name, *argv[1:]])
 
     def push_reload(self) -> ReloadResult:
         """`POST /reload-vault` once (never raises for network trouble: see `ReloadResult`)."""

@@ -626,8 +626,7 @@ class MainScreen(Screen[None]):
         left = self._status_left(with_count=True)
         if left.cell_len > room:
             left = self._status_left(with_count=False)
-        left.no_wrap = True
-        left.overflow = "ellipsis"
+        left.truncate(max(room, 1), overflow="ellipsis")  # cut here: the Static would wrap and show line 1
         self.query_one("#status-vault", Static).update(left)
 
     def on_resize(self, _: events.Resize) -> None:
@@ -648,9 +647,10 @@ class MainScreen(Screen[None]):
         elif s is not None:
             left.append(notes + " · ")
             if s.errors or s.warnings:
-                left.append(f"✗{s.errors}", style="bold red")
-                left.append(" ")
-                left.append(f"!{s.warnings}", style="yellow")
+                marks = [(f"✗{s.errors}", "bold red")] if s.errors else []
+                marks += [(f"!{s.warnings}", "yellow")] if s.warnings else []
+                for i, (mark, style) in enumerate(marks):
+                    left.append(" " * (i > 0) + mark, style=style)
                 left.append(f" in {count(s.notes_with_problems, 'note')}")
             else:
                 left.append("✓ clean", style="green")

@@ -19,6 +19,14 @@ class TextBox(Input):
     the default stops it there; otherwise Input's `_on_key` inserts the character as usual.
     """
 
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        # The screen's bindings are priority bindings, which Textual leaves to a box only for the keys the
+        # box says it consumes, judged by the key's character; it finds none for the key named `slash`, so
+        # `/` typed in a box ran the Ask action instead (`ci/cd` in the filter opened the question box).
+        if character is None and key == "slash":
+            character = "/"
+        return super().check_consume_key(key, character)
+
     async def _on_key(self, event: events.Key) -> None:
         if not event.is_printable:
             for binding in self._bindings.key_to_bindings.get(event.key, ()):

@@ -132,6 +132,11 @@ class NoteTree(Tree[str]):
             target = shown[0]
         if target is not None:
             self._move_to_path(target)
+            # The tree says which node is highlighted only when the cursor's line changes: a note that
+            # lands on the line the old one had would leave the note pane on the old one, maybe hidden now.
+            node = self.cursor_node
+            if node is not None:
+                self.post_message(Tree.NodeHighlighted(node))
 
     def _register_folder(self, folder: str) -> None:
         if folder in self._children:
