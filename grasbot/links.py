@@ -130,6 +130,11 @@ def _fence_spans(body: str) -> list[tuple[int, int]]:
 _COMMENT_RE = re.compile(r"%%.*?(?:%%|\Z)|<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
+# A MathJax block `$$ … $$` (closed; inline or over several lines): Obsidian renders it as math, so a
+# `[[x]]` inside is LaTeX text, not a link. (Its text stays in what retrieval and the prompt read.)
+_MATH_RE = re.compile(r"\$\$.+?\$\$", re.DOTALL)
+
+
 def _has_comment(body: str) -> bool:
     return "%%" in body or "<!--" in body
 
@@ -153,11 +158,14 @@ def _code_masked(body: str) -> str:
 
 
 def mask_code(body: str) -> str:
-    """`body` with fenced code blocks, inline code and comments replaced by spaces (same length, line
-    breaks kept), so that regexes run on the result find nothing inside them and keep exact offsets."""
+    """`body` with fenced code blocks, inline code, comments and math blocks replaced by spaces (same
+    length, line breaks kept), so that regexes run on the result find nothing inside them and keep exact
+    offsets."""
     masked = _code_masked(body)
     if _has_comment(masked):
         masked = _COMMENT_RE.sub(_blank_match, masked)
+    if "$$" in masked:
+        masked = _MATH_RE.sub(_blank_match, masked)
     return masked
 
 
@@ -275,7 +283,7 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     has_block = "^" in body
     if not (has_wiki or has_md or has_heading or has_block):
         return links, headings, set()
-    masked = mask_code(body) if "`" in body or "~~~" in body or _has_comment(body) else body
+    masked = mask_code(body) if "`" in body or "~~~" in body or "$$" in body or _has_comment(body) else body
     # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
     # to local names and does no more than the entry needs.
     count = masked.count

@@ -181,6 +181,11 @@ def test_comments_hold_no_link_heading_or_block_and_keep_offsets() -> None:
     assert [l.target for l in _links("```\n%%\n```\n[[z]]")] == ["z"]
 
 
+def test_math_blocks_hold_no_link() -> None:
+    body = "[[a]] $$\\text{[[not-a-link]]}$$ [[b]]\n$$\n[[nor-this]]\n$$\ncosts 5$ and [[c]] `$$` [[d]]"
+    assert [l.target for l in _links(body)] == ["a", "b", "c", "d"]
+
+
 def test_without_comments_keeps_code_and_drops_comments() -> None:
     body = "Alpha %%salaire 95k%% beta\n<!-- brouillon -->\n`%% code %%` gamma\n%%\nfin cachée"
     assert without_comments(body) == "Alpha  beta\n\n`%% code %%` gamma\n"

@@ -16,7 +16,7 @@ ERROR, WARNING = Severity.ERROR, Severity.WARNING
 
 #: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
 #: (Here, with the rule table, so that the cache can read it without importing the rules; `engine` re-exports it.)
-ENGINE_VERSION = "3"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators
+ENGINE_VERSION = "4"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks
 
 
 @dataclass(frozen=True, slots=True)
