@@ -889,6 +889,8 @@ def decode(raw: bytes, path: str) -> tuple[str | None, list[Problem]]:
 
 #: What may come before a frontmatter that Obsidian then does not read: blanks, a BOM or an invisible space.
 _LEAD = " \t\r\n\ufeff\u200b\u200c\u200d\u2060"
+# A `---` line (or `----`, `--- x`) whose next line is a `key:`: a frontmatter meant as one, not a rule.
+_MISPLACED_RE = re.compile(r"---[^\n]*\r?\n[ \t]*[\"']?[A-Za-z_][\w \t-]*[\"']?[ \t]*:")
 
 
 def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
@@ -904,7 +906,7 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     where = split_frontmatter(text)
     if where is None:
         lead = len(text) - len(text.lstrip(_LEAD))
-        if text.startswith("---", lead):
+        if text.startswith("---", lead) and _MISPLACED_RE.match(text, lead):
             # a frontmatter after a blank line, a space, an invisible character, or as `----`/`--- x`:
             # Obsidian reads no property from it, but its author meant them (privacy reads its lines)
             line = text.count("\n", 0, lead) + 1

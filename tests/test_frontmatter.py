@@ -218,3 +218,15 @@ def test_split_frontmatter_rules() -> None:
 def test_frontmatter_link_strings_are_collected() -> None:
     parsed = parse_text('---\nlinked:\n  - "[[a]]"\nup: "[[b]]"\nplain: no link\n---\n', "n.md")
     assert [(k, v) for k, v, _span, _src in parsed.string_values] == [("linked", "[[a]]"), ("up", "[[b]]")]
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("\n---\ntitle: A\nvisibility: private\n---\nx\n", "misplaced-frontmatter"),  # a blank line first
+    ("\u200b---\ntitle: A\n---\nx\n", "misplaced-frontmatter"),  # an invisible space first
+    ("----\nvisibility: private\n----\nx\n", "misplaced-frontmatter"),  # four dashes
+    ("\n---\nJust a thematic break, then prose.\n", "no-frontmatter"),  # a rule, not a frontmatter
+    ("Texte\n---\ntitle: x\n---\n", "no-frontmatter"),  # text first: a rule and a paragraph
+])
+def test_a_frontmatter_obsidian_does_not_read_is_said(text: str, code: str) -> None:
+    parsed = parse_text(text, "n.md")
+    assert [p.code for p in parsed.problems] == [code] and parsed.meta == {} and parsed.body == text
