@@ -46,7 +46,8 @@ avoir avons ayant ayez ayons bon ca ce ceci cela celle celles celui cependant ce
 ces cet cette ceux chacun chaque chez ci comme comment d dans de des desquels desquelles deja donc dont du
 duquel durant elle elles en encore entre es est et etaient etais etait etant etes ete etre eu eue eues
 eumes eurent eus eusse eussent eusses eussiez eussions eut eutes eux fait faite faites fais faisait faire
-font fut furent fus fusse fussent fusses fussiez fussions fut futes hors i ici il ils j je jusqu jusque l
+faits faisons faisiez faisions faisaient faisant fasse fassent fera ferai ferais ferait ferions feriez
+feraient feras ferez ferons feront font fut furent fus fusse fussent fusses fussiez fussions fut futes hors i ici il ils j je jusqu jusque l
 la laquelle le lequel les lesquels lesquelles leur leurs lorsqu lorsque lui m ma mais me meme memes mes
 moi mon n ne ni non nos notre nous o on ont or ou où par parce pas peu peut peux plus pour pourquoi
 puisqu puisque qu quand que quel quelle quelles quels qui quoi quoiqu s sa sans se sera serai seraient
