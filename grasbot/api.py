@@ -54,7 +54,7 @@ from grasbot.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, servable_hits
+from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
 from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -243,10 +243,10 @@ def source_url(note_type: str | None, slug: str) -> str | None:
     return pattern.format(slug=slug) if pattern else None
 
 
-def source_view(hit: Hit) -> dict[str, Any]:
+def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     return {
         "slug": hit.id,
-        "title": hit.note.title,
+        "title": redact_hidden_links(hit.note.title, hidden),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
         "score": round(float(hit.score), 2),
         "reasons": list(hit.reasons),
@@ -489,11 +489,11 @@ class Service:
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
                     span.update(
-                        output=[source_view(h) for h in hits],
+                        output=[source_view(h, snap.hidden) for h in hits],
                         metadata=self._retrieval_metadata(snap, result, hits, elapsed, followup),
                     )
             grounded = bool(result.grounded and hits)
-            sources = [source_view(h) for h in hits] if grounded else []
+            sources = [source_view(h, snap.hidden) for h in hits] if grounded else []
             trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
             trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")

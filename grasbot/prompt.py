@@ -144,7 +144,7 @@ def redact_hidden_links(text: str, hidden: Collection[str]) -> str:
     Two passes: the vault's own link parser (`grasbot.links.parse_body`), which knows every form the
     resolver follows (a title after the target, `<...>` with parentheses, brackets in the text); then a
     plain pattern, which also takes the `[[name]]` written as text inside code."""
-    if not hidden:
+    if not hidden or "[" not in text:  # (every link form opens with a bracket)
         return text
     links = parse_body(text, 1)[0]
     cut = [link.span for link in links if link.kind is not LinkKind.FRONTMATTER and _link_name(link.target) in hidden]
@@ -176,12 +176,12 @@ def servable_hits(hits: Sequence[Hit]) -> list[Hit]:
     return [h for h in hits if is_servable(h.note)]
 
 
-def _note_header(rank: int, item: ContextNote) -> str:
+def _note_header(rank: int, item: ContextNote, hidden: Collection[str]) -> str:
     note = item.hit.note
     parts = [f"type : {note.type or 'non précisé'}"]
     if note.updated:
         parts.append(f"mis à jour : {note.updated.isoformat()}")
-    header = f"### {rank}. [{item.hit.id}] {note.title} ({', '.join(parts)})"
+    header = f"### {rank}. [{item.hit.id}] {redact_hidden_links(note.title, hidden)} ({', '.join(parts)})"
     if item.truncated:
         header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {item.full_length} sont fournis)"
     return header
@@ -213,7 +213,7 @@ def build_prompt(
     )
     blocks = [GROUNDED_INTRO, ""]
     for rank, item in enumerate(planned, start=1):
-        blocks.append(_note_header(rank, item))
+        blocks.append(_note_header(rank, item, hidden))
         blocks.append(item.text if item.text else "(note sans contenu)")
         blocks.append("")
     truncated = tuple(

@@ -292,3 +292,18 @@ def test_a_note_made_private_leaves_the_conversations_and_the_problems(fake_olla
         sent = json.dumps(fake_ollama.chat_requests()[before:], ensure_ascii=False)
     assert "Godot" not in sent and "Écluse" not in sent
     assert "prive-casse" not in json.dumps(body)
+
+
+def test_a_title_linking_to_a_private_note_is_cut_in_sources(fake_ollama: FakeOllama, service_vault: Path) -> None:
+    from tests.service_fixtures import service_settings
+
+    path = service_vault / "20-Competences" / "rust.md"
+    text = path.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title:"))
+    path.write_text(text.replace(title, 'title: "Rust ([[prive-pretentions-salariales|mes prétentions]])"', 1),
+                    encoding="utf-8")
+    with run_server(service_settings(fake_ollama), service_vault) as server:
+        r = server.client().get("/ask", params={"q": "Que sait-il faire en Rust ?"})
+    rust = next(s for s in r.json()["sources"] if s["slug"] == "rust")
+    assert rust["title"] == "Rust ()"
+    assert "prive-pretentions-salariales" not in r.text and "prétentions" not in r.text

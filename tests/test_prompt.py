@@ -115,6 +115,13 @@ def test_every_link_form_to_a_hidden_note_is_removed_before_the_cut() -> None:
     assert prompt.truncated[0].original_chars == len((filler + " " + filler).strip())
 
 
+def test_a_link_to_a_hidden_note_in_a_title_is_removed_too() -> None:
+    titled = note("bilan", "Un bilan.")
+    titled.meta["title"] = "Bilan ([[prive-suivi-medical|santé]])"
+    prompt = build_prompt("q", result([hit(titled, 20)]), hidden=frozenset({"prive-suivi-medical"}))
+    assert "prive" not in prompt.user and "santé" not in prompt.user and "### 1. [bilan] Bilan ()" in prompt.user
+
+
 def test_comments_never_enter_the_prompt() -> None:
     body = "Texte public.\n%% à moi seul : MARQUEUR-COMMENTAIRE %%\n<!-- MARQUEUR-HTML -->\n`%% du code %%`\n"
     prompt = build_prompt("q", result([hit(note("avec-commentaires", body), 20)]))
