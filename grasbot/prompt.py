@@ -21,6 +21,7 @@ from urllib.parse import unquote
 
 from grasbot.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
 from grasbot.memory import Turn
+from grasbot.frontmatter import LineIndex
 from grasbot.links import parse_body
 from grasbot.notes import LinkKind, Note, visible_to_visitors
 from grasbot.search import Hit, SearchResult
@@ -149,8 +150,7 @@ def redact_hidden_links(text: str, hidden: Collection[str]) -> str:
     links = parse_body(text, 1)[0]
     cut = [link.span for link in links if link.kind is not LinkKind.FRONTMATTER and _link_name(link.target) in hidden]
     if cut:
-        starts = [0]
-        starts += [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        starts = LineIndex(text).starts  # (spans are lines and columns: back to offsets)
         pieces: list[str] = []
         last = 0
         for span in cut:
