@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.words import count
 
 NAME = "lint"
 HELP = "check the vault's notes (frontmatter, taxonomy, links, retrieval) and fix what is safe to fix"
@@ -103,8 +104,8 @@ def _run(args: argparse.Namespace) -> int:
         fixes = apply_fixes(vault, result.diagnostics, taxonomy, config, write=False)
         changed = [f for f in fixes if f.changed]
         _write_output(args, "".join(f.diff() for f in changed))
-        count = sum(len(f.applied) for f in changed)
-        print(f"{count} fix{'es' if count != 1 else ''} in {len(changed)} file{'s' if len(changed) != 1 else ''} "
+        fixed = sum(len(f.applied) for f in changed)
+        print(f"{count(fixed, 'fix', 'fixes')} in {count(len(changed), 'file')} "
               f"(nothing written; run with --fix to apply)", file=sys.stderr)
         return 0 if (args.exit_zero or not changed) else 1
 
@@ -120,9 +121,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"not fixed: {f.error}", file=sys.stderr)
             for diag, reason in f.skipped:
                 print(f"not fixed: {f.path}:{diag.line}:{diag.column}: {diag.rule}: {reason}", file=sys.stderr)
-        count = sum(len(f.applied) for f in written)
-        print(f"Fixed {count} finding{'s' if count != 1 else ''} in {len(written)} "
-              f"file{'s' if len(written) != 1 else ''}.", file=sys.stderr)
+        fixed = sum(len(f.applied) for f in written)
+        print(f"Fixed {count(fixed, 'finding')} in {count(len(written), 'file')}.", file=sys.stderr)
         if written:  # report what is left, from the files as they are now
             for f in written:
                 vault.update_file(f.path)  # (vault-relative: `root` may be a relative path)

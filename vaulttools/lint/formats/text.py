@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from vaulttools.words import count
+
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.engine import LintResult
@@ -20,12 +22,11 @@ def summary_line(result: LintResult | Totals) -> str:
 
         result = Totals.of(result)  # type: ignore[arg-type]
     totals: Totals = result  # type: ignore[assignment]
-    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
     if not (totals.errors or totals.warnings):
-        text = f"All good: {plural(totals.notes, 'note')} checked, no finding."
+        text = f"All good: {count(totals.notes, 'note')} checked, no finding."
     else:
-        text = (f"Found {plural(totals.errors, 'error')} and {plural(totals.warnings, 'warning')} "
-                f"in {plural(totals.notes, 'note')}")
+        text = (f"Found {count(totals.errors, 'error')} and {count(totals.warnings, 'warning')} "
+                f"in {count(totals.notes, 'note')}")
         text += f" ({totals.fixable} fixable with --fix)." if totals.fixable else "."
     if totals.taxonomy is None:
         text += " No TAXONOMIE.md: vocabulary rules skipped."
