@@ -421,11 +421,7 @@ class Note:
             return True  # also `visibility:` with no value
         # `Visibility: private` or `"visibility ": private` is not the field, but its author meant it:
         # any such key that does not say public hides the note too, beside the field or without it
-        for key, value in meta.items():
-            if key.__class__ is str and len(key) >= 10 and key != "visibility" and key.strip().lower() == "visibility":
-                if not _says_public(value):
-                    return True
-        return False
+        return any(not _says_public(meta[key]) for key in other_visibility_keys(meta))
 
     @property
     def priority(self) -> int | None:
@@ -471,6 +467,12 @@ class Note:
     @property
     def is_moc(self) -> bool:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
+
+
+def other_visibility_keys(meta: dict[str, Any]) -> list[str]:
+    """The keys of `meta` that are `visibility` written another way (`Visibility`, `"visibility "`)."""
+    # (a key shorter than the word cannot be it: most keys are dismissed on their length)
+    return [k for k in meta if k.__class__ is str and len(k) >= 10 and k != "visibility" and k.strip().lower() == "visibility"]
 
 
 def _says_public(value: object) -> bool:

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note
+from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
@@ -179,12 +179,11 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
 
 def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     meta = note.meta
-    for key in meta:
-        if key.__class__ is str and key != "visibility" and key.strip().lower() == "visibility":
-            yield make(ctx, note, key_span(note, key), "visibility-value",
-                       f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
-                       f"it as one so that a private note never leaks; rename the key to `visibility`"
-                       + (" and keep one of the two" if "visibility" in meta else ""))
+    for key in other_visibility_keys(meta):
+        yield make(ctx, note, key_span(note, key), "visibility-value",
+                   f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
+                   f"it as one so that a private note never leaks; rename the key to `visibility`"
+                   + (" and keep one of the two" if "visibility" in meta else ""))
     if "visibility" not in meta:
         return
     value = meta["visibility"]

@@ -23,7 +23,7 @@ import datetime as _dt
 import unicodedata
 from typing import Any
 
-from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note
+from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.rules import LintContext
 
 __all__ = ["applies", "is_clean"]
@@ -147,9 +147,8 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
             return False
     if "visibility" in meta and meta["visibility"] not in memo.visibility:
         return False  # also `visibility:` with no value
-    for key in meta:  # `Visibility:`, beside the field or without it
-        if key.__class__ is str and len(key) >= 10 and key != "visibility" and key.strip().lower() == "visibility":
-            return False
+    if other_visibility_keys(meta):  # `Visibility:`, beside the field or without it
+        return False
     updated = meta.get("updated")
     if updated is not None:
         if updated.__class__ is _dt.date:
