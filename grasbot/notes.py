@@ -322,12 +322,9 @@ class Note:
         """The body as a reader of the rendered or published note sees it: without its comments
         (`%% … %%`, `<!-- … -->`; code is kept). What retrieval indexes and what the prompt quotes: the
         author's notes to self inside comments never reach a visitor."""
-        body = self.body
-        if "%%" not in body and "<!--" not in body:
-            return body
-        from grasbot.links import without_comments  # (links imports this module)
+        from grasbot.links import without_comments  # (here: links imports this module)
 
-        return without_comments(body)
+        return without_comments(self.body)
 
     @body.setter
     def body(self, value: str) -> None:
