@@ -59,7 +59,7 @@ def _synthetic_queries(vault, count: int, seed: int = 7) -> list[str]:
 def _plain_bm25(vault):
     from rank_bm25 import BM25Okapi
 
-    from grasbot.tokenize import tokenize
+    from grasbot.search.tokenize import tokenize
 
     notes = [vault.notes[p] for p in sorted(vault.notes) if not vault.notes[p].is_private]
     corpus = [tokenize(" ".join([n.title, *n.aliases, n.body])) or ["_"] for n in notes]
@@ -79,7 +79,7 @@ def hwm():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 from grasbot.vault import Vault
-from grasbot.search import SearchIndex
+from grasbot.search.index import SearchIndex
 import numpy, Stemmer
 base = hwm()
 index = SearchIndex.build(Vault.load(sys.argv[1]))
@@ -96,7 +96,7 @@ def _peak_memory_mib(path: Path) -> dict[str, float]:
 
 
 def bench_vault(name: str, path: Path, queries_file: Path | None, synth_queries: int, slow_cap: int) -> dict:
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
     from original_scoring import OriginalScoring
 

@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict[str, float]]] = {"grasbot": [], "baseline": []}
         for run in range(runs):
             port = _free_port()
-            grasbot = [sys.executable, "-m", "grasbot.cli", "serve", "--port", str(port), "--log-level", "warning", "--workers", str(args.workers)]
+            grasbot = [sys.executable, "-m", "grasbot.service.cli", "serve", "--port", str(port), "--log-level", "warning", "--workers", str(args.workers)]
             results["grasbot"].append(_one_run(grasbot, env, port, args))
             port = _free_port()
             baseline = [sys.executable, "-m", "uvicorn", "--factory", "bench_server:baseline_app", "--port", str(port), "--log-level", "warning", "--workers", str(args.workers)]

@@ -111,8 +111,8 @@ report(load=time.perf_counter() - t, notes=len(v.notes))
 SEARCH_CODE = """
 import time, statistics
 from grasbot.vault import Vault
-from grasbot.search import SearchIndex
-from grasbot.context import plan_context
+from grasbot.search.index import SearchIndex
+from grasbot.answer.context import plan_context
 index = SearchIndex.build(Vault.load({vault!r}))
 times = []
 for q in {questions!r}:

@@ -67,9 +67,9 @@ def build_engines(vault: Vault) -> dict[str, Callable[[str, int], Any]]:
     """`name -> search(question, top_k)` returning an object with `.hits[i].id` and `.grounded`."""
     from rank_bm25 import BM25Okapi
 
-    from grasbot.notes import visible_to_visitors
-    from grasbot.search import SearchIndex, note_id
-    from grasbot.tokenize import tokenize
+    from grasbot.model import visible_to_visitors
+    from grasbot.search.index import SearchIndex, note_id
+    from grasbot.search.tokenize import tokenize
     from original_scoring import OriginalScoring
 
     index = SearchIndex.build(vault)
@@ -95,8 +95,8 @@ def build_engines(vault: Vault) -> dict[str, Callable[[str, int], Any]]:
 
 def auto_sets() -> list[tuple[str, Path, list]]:
     """(name, vault path, questions) of the sets built from the corpora (see the module docstring)."""
-    from grasbot.notes import visible_to_visitors
-    from grasbot.search import note_id
+    from grasbot.model import visible_to_visitors
+    from grasbot.search.index import note_id
     from grasbot.vault import Vault
     from vaulttools.evaluation import Question
 

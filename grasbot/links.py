@@ -31,12 +31,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 
-from grasbot.frontmatter import _STR_CACHE, ParsedFile, make_span, share
+from grasbot.markdown.frontmatter import _STR_CACHE, ParsedFile, make_span, share
 
-from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
+from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
 
 _share = _STR_CACHE.setdefault
-# (the sharing caches are emptied after a load: see grasbot.frontmatter.clear_caches)
+# (the sharing caches are emptied after a load: see grasbot.markdown.frontmatter.clear_caches)
 # Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
 _new = tuple.__new__
 
@@ -250,7 +250,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
     return links_from_entries(entries), headings, blocks
 
 
-#: One link in the compact form a loaded vault keeps (see `grasbot.notes.Note`, which stores the entries
+#: One link in the compact form a loaded vault keeps (see `grasbot.model.Note`, which stores the entries
 #: of a note end to end in one flat tuple): the fields of `Link` with the span as its start line and
 #: column (a link's text never spans lines, so the span ends on that line, `len(raw)` characters further).
 LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field)

@@ -23,7 +23,7 @@ from functools import partial
 from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.frontmatter import clear_caches, parse_bytes
+from grasbot.markdown.frontmatter import clear_caches, parse_bytes
 from grasbot.links import (
     _KEY_CACHE,
     _LINK_KEY_CACHE,
@@ -38,7 +38,7 @@ from grasbot.links import (
     name_key_fast,
     scan_body,
 )
-from grasbot.notes import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
+from grasbot.model import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
@@ -174,7 +174,7 @@ def _link_key_or_none(target: str) -> str | None:
 
 
 def _link_at(flat: tuple[object, ...], index: int) -> Link:
-    """Link number `index` of a note's flat link entries (see `grasbot.notes.links_from_flat`), built alone."""
+    """Link number `index` of a note's flat link entries (see `grasbot.model.links_from_flat`), built alone."""
     raw, target, anchor, display, kind, line, col, field = flat[index * 8 : index * 8 + 8]
     return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, col + len(raw))), field))  # type: ignore[operator]
 

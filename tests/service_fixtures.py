@@ -23,9 +23,9 @@ import httpx
 import pytest
 import uvicorn
 
-from grasbot.api import create_app
-from grasbot.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
-from grasbot.config import Settings
+from grasbot.service.api import create_app
+from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
+from grasbot.service.settings import Settings
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grasbot.api import reload_stamp_path
+from grasbot.service.api import reload_stamp_path
 from grasbot.vault import Vault
 from tests.fake_ollama import FakeOllama
 from tests.service_fixtures import *  # noqa: F403
@@ -417,7 +417,7 @@ def raw_exchange(url: str, request: bytes) -> bytes:
 
 def test_unreadable_request_is_json_400(shared_server: RunningServer) -> None:
     """A request uvicorn cannot parse gets a JSON 400 with a stable code, not uvicorn's plain text."""
-    from grasbot.cli import MAX_REQUEST_HEAD
+    from grasbot.service.cli import MAX_REQUEST_HEAD
 
     # A request line over the 64 KiB head limit (what a 1 MB `q` hits), sent whole before the server
     # answers so the connection closes cleanly; and a request line that is not HTTP at all.
@@ -512,7 +512,7 @@ def test_reload_token(fake_ollama: FakeOllama) -> None:
 
 
 def test_server_binds_loopback_by_default() -> None:
-    from grasbot.cli import build_parser
+    from grasbot.service.cli import build_parser
 
     args = build_parser().parse_args(["serve"])
     assert args.host == "127.0.0.1" and args.port == 8000 and args.workers == 1
@@ -520,7 +520,7 @@ def test_server_binds_loopback_by_default() -> None:
 
 # -- configuration and the command line ------------------------------------------------------------
 def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
-    from grasbot.config import ConfigError, Settings
+    from grasbot.service.settings import ConfigError, Settings
 
     env_file = tmp_path / ".env"
     env_file.write_text(
@@ -553,7 +553,7 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     port = closed_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
     env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(tmp_path / "nowhere"))
-    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), "--workers", "2"]
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), "--workers", "2"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -570,13 +570,13 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     finally:
         stop_process(proc)
     missing = subprocess.run(
-        [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(tmp_path / "absent")],
+        [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(tmp_path / "absent")],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert missing.returncode == 2
     assert "vault folder not found" in missing.stderr and "Traceback" not in missing.stderr
     bad = subprocess.run(
-        [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT)],
+        [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT)],
         env={**env, "SEARCH_TOP_K": "many"}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "SEARCH_TOP_K" in bad.stderr and "Traceback" not in bad.stderr
@@ -587,7 +587,7 @@ def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
     import os
     import sys
 
-    from grasbot.config import ConfigError, Settings
+    from grasbot.service.settings import ConfigError, Settings
 
     assert Settings.from_env(environ={}, env_file=None).reload_token is None  # absent: no authentication
     assert Settings.from_env(environ={"GRASBOT_RELOAD_TOKEN": " tok "}, env_file=None).reload_token == "tok"
@@ -602,7 +602,7 @@ def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
         Settings.from_env(environ={}, env_file=None).with_overrides(reload_token="")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
-    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(closed_port())]
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(closed_port())]
     run = subprocess.run(cmd, env={**env, "GRASBOT_RELOAD_TOKEN": ""}, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert "GRASBOT_RELOAD_TOKEN" in run.stderr and "empty" in run.stderr and "Traceback" not in run.stderr
@@ -638,7 +638,7 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
     env.update(OLLAMA_URL=fake_ollama.url)
     forget_reloads(SAMPLE_VAULT)  # versions follow the vault's reload stamp: start from a fresh one
     port = closed_port()
-    serve = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
+    serve = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
     text = start_and_log([*serve, "--log-level", "info"], env, tmp_path / "info.log", port)
     ready = re.findall(r"(?m)^INFO: +GrasBot ready: vault .* \(\d+ public notes\), model qwen3:8b at .*, langfuse off$", text)
     assert len(ready) == 1, text
@@ -657,14 +657,14 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
 
 
 def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOllama) -> None:
-    """Under `uvicorn --factory grasbot.api:create_app` (docs/service.md), GrasBot's lines follow uvicorn's."""
+    """Under `uvicorn --factory grasbot.service.api:create_app` (docs/service.md), GrasBot's lines follow uvicorn's."""
     import os
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "UVICORN_"))}
     env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(SAMPLE_VAULT))
     port = closed_port()
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "grasbot.api:create_app", "--port", str(port), "--log-level", "info"]
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "grasbot.service.api:create_app", "--port", str(port), "--log-level", "info"]
     forget_reloads(SAMPLE_VAULT)
     text = start_and_log(cmd, env, tmp_path / "uvicorn.log", port)
     forget_reloads(SAMPLE_VAULT)
@@ -680,7 +680,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
     port = closed_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
     env.update(OLLAMA_URL=fake_ollama.url)
-    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(service_vault), "--port", str(port), "--workers", "2", "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(service_vault), "--port", str(port), "--workers", "2", "--log-level", "warning"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

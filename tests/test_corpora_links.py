@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.notes import LinkStatus
+from grasbot.model import LinkStatus
 from grasbot.vault import Vault
 
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from grasbot.frontmatter import parse_bytes, parse_text, split_frontmatter
-from grasbot.notes import Span
+from grasbot.markdown.frontmatter import parse_bytes, parse_text, split_frontmatter
+from grasbot.model import Span
 
 
 def _slice(text: str, span: Span) -> str:

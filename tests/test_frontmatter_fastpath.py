@@ -1,4 +1,4 @@
-"""The frontmatter fast path (grasbot.frontmatter._fast_yaml) must give exactly what libyaml gives.
+"""The frontmatter fast path (grasbot.markdown.frontmatter._fast_yaml) must give exactly what libyaml gives.
 
 For random frontmatters built from the pieces real notes use (and the pieces that break the simple
 subset), whenever the fast path accepts a frontmatter, its data (types included), key and item positions
@@ -16,8 +16,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grasbot import frontmatter as fmod
-from grasbot.frontmatter import LineIndex, ParsedFile, parse_bytes, split_frontmatter
+from grasbot.markdown import frontmatter as fmod
+from grasbot.markdown.frontmatter import LineIndex, ParsedFile, parse_bytes, split_frontmatter
 from tests.conftest import SAMPLE_VAULT
 
 

@@ -1,4 +1,4 @@
-"""Query expansion (grasbot/lexicon.py) and how soft terms mix into ranking and evidence (grasbot/grounding.py)."""
+"""Query expansion (grasbot/search/lexicon.py) and how soft terms mix into ranking and evidence (grasbot/search/grounding.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grasbot import grounding, lexicon
-from grasbot.search import SearchIndex
-from grasbot.tokenize import stem, tokenize
+from grasbot.search import grounding, lexicon
+from grasbot.search.index import SearchIndex
+from grasbot.search.tokenize import stem, tokenize
 from grasbot.vault import Vault
 from tests.conftest import REPO
 
@@ -191,7 +191,7 @@ def test_combine_can_require_an_original_word(monkeypatch: pytest.MonkeyPatch) -
 
 def test_expansion_does_not_depend_on_the_hash_seed() -> None:
     code = (
-        "from grasbot import lexicon; from grasbot.tokenize import tokenize;"
+        "from grasbot.search import lexicon; from grasbot.search.tokenize import tokenize;"
         "v = {t for _a, b in lexicon.entries() for t in b};"
         "print([(e.term, e.weight, e.source) for e in lexicon.expand("
         "tokenize('Peut-on embaucher ce développeur ? salaire, téléphone, skills, hobbies'), v)])"
@@ -204,7 +204,7 @@ def test_expansion_does_not_depend_on_the_hash_seed() -> None:
     assert len(outputs) == 1 and outputs.pop().count("(") > 5
 
 
-# -- an expansion two question words reach (grasbot/lexicon.py `sources`) --------------------------------
+# -- an expansion two question words reach (grasbot/search/lexicon.py `sources`) --------------------------------
 
 
 def test_an_expansion_keeps_every_word_that_reaches_it() -> None:
@@ -224,7 +224,7 @@ def test_combine_counts_a_shared_expansion_for_each_word_it_stands_for() -> None
     assert grounding.combine(doc_ids, w, *args, also=[(1,)])[1].tolist() == pytest.approx([4.0])
 
 
-# -- mentions in passing (grasbot/grounding.py) -----------------------------------------------------------
+# -- mentions in passing (grasbot/search/grounding.py) -----------------------------------------------------------
 
 
 def test_in_passing_is_in_the_body_only() -> None:

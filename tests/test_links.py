@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grasbot.frontmatter import parse_text
+from grasbot.markdown.frontmatter import parse_text
 from grasbot.links import (
     AnchorTable,
     Resolver,
@@ -18,7 +18,7 @@ from grasbot.links import (
     without_comments,
     parse_body,
 )
-from grasbot.notes import Heading, Link, LinkKind, LinkStatus, Span
+from grasbot.model import Heading, Link, LinkKind, LinkStatus, Span
 
 
 def _links(body: str, first_line: int = 1) -> list[Link]:

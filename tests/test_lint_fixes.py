@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.frontmatter import split_frontmatter
+from grasbot.markdown.frontmatter import split_frontmatter
 from grasbot.vault import Vault
 from tests.conftest import corpus_path
 from vaulttools.cli import main

@@ -1,7 +1,7 @@
 """`vaulttools.lint.positions` must give exactly the engine's key and item positions whenever it answers.
 
 It reads one key's lines instead of parsing the whole frontmatter again; when it answers (it may decline,
-and the engine answers then), the span must be the one `grasbot.frontmatter.parse_text` computes: on every
+and the engine answers then), the span must be the one `grasbot.markdown.frontmatter.parse_text` computes: on every
 key and list of the bundled vault, the fixtures, the real corpora, a synthetic vault, and random
 frontmatters built from the pieces that real notes use and those that break the simple subset.
 """
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grasbot.frontmatter import parse_text
-from grasbot.notes import LIST_FIELDS
+from grasbot.markdown.frontmatter import parse_text
+from grasbot.model import LIST_FIELDS
 from grasbot.vault import read_note
 from tests.conftest import CORPORA, REPO, SAMPLE_VAULT
 from tests.test_frontmatter_fastpath import entry

@@ -311,7 +311,7 @@ def test_fold_by_character_is_fold_of_the_whole_text():
 def test_link_problems_are_exactly_the_resolutions_the_link_rules_need():
     """The link rules read `Vault.link_problems(path, into)` rather than build every resolution: it must list,
     in link order, every resolution that is not plain OK, and the OK ones into `into`."""
-    from grasbot.notes import LinkStatus
+    from grasbot.model import LinkStatus
 
     for root in [FIXTURES / name for name in sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())] + [
         Path(__file__).resolve().parents[1] / "vault"

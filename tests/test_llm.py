@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from grasbot.llm import (
+from grasbot.llm.ollama import (
     Generation,
     GenerationOptions,
     LLMClient,
@@ -149,7 +149,7 @@ def test_a_reply_without_its_final_message_is_not_an_answer(fake_ollama: FakeOll
 def test_a_404_that_is_not_ollama_is_not_a_missing_model() -> None:
     import ollama
 
-    from grasbot.llm import map_error
+    from grasbot.llm.ollama import map_error
 
     error = map_error(ollama.ResponseError("404 page not found", 404))
     assert type(error) is LLMResponseError and error.upstream_status == 404

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grasbot.memory import ConversationMemory
+from grasbot.service.memory import ConversationMemory
 
 
 class Clock:

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from grasbot.config import Settings
-from grasbot.observability import is_trace_id, retrieval_relevance
+from grasbot.service.settings import Settings
+from grasbot.service.observability import is_trace_id, retrieval_relevance
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector, Span
 from tests.service_fixtures import *  # noqa: F403
@@ -282,7 +282,7 @@ def _serve_traced_to(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, lan
         LANGFUSE_FLUSH_INTERVAL="0.2",
     )
     log_path = tmp_path / "serve.log"
-    cmd = [sys.executable, "-m", "grasbot.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
     out = log_path.open("w", encoding="utf-8")
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
     out.close()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from grasbot.memory import Turn
-from grasbot.notes import Note, Problem
-from grasbot.prompt import SYSTEM_PROMPT, build_prompt, hidden_names, is_servable, redact_hidden_links
-from grasbot.search import Hit, SearchResult
+from grasbot.answer.conversation import Turn
+from grasbot.model import Note, Problem
+from grasbot.answer.prompt import SYSTEM_PROMPT, build_prompt, hidden_names, is_servable, redact_hidden_links
+from grasbot.search.index import Hit, SearchResult
 
 
 def note(slug: str, body: str, *, type_: str = "projet", visibility: str | None = "public", problems: list[Problem] | None = None) -> Note:

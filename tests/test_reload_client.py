@@ -146,6 +146,8 @@ def test_reload_ok_summarises_the_answer(api: FakeApi) -> None:
     line = result.summary()
     assert line.startswith("reload ok: version 1, 3 notes (0 added, 1 changed, 0 removed)")
     assert "\n" not in line
+    # The fake server records a call once its answer is sent: wait for that record rather than race it.
+    assert api.wait_calls(1)
     assert len(api.calls) == 1 and api.calls[0]["auth"] is None
 
 

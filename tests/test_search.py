@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.notes import visible_to_visitors
-from grasbot.search import SearchConfig, SearchIndex
+from grasbot.model import visible_to_visitors
+from grasbot.search.index import SearchConfig, SearchIndex
 from grasbot.vault import Vault
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "retrieval"
@@ -328,7 +328,7 @@ def _git_vault(root: Path) -> Path:
 def test_a_plain_word_a_body_repeats_does_not_ground_an_unseen_subject(tmp_path: Path) -> None:
     index = SearchIndex.build(Vault.load(_git_vault(tmp_path / "v")))
     # "tomates" is a word the vault has never seen; "pousser" only fills the git note's body: the note is
-    # not about growing anything, however often it says the word (grasbot/grounding.py, body-only).
+    # not about growing anything, however often it says the word (grasbot/search/grounding.py, body-only).
     tomatoes = index.search("Comment faire pousser des tomates ?")
     assert tomatoes.hits and tomatoes.hits[0].id in {"synchroniser", "publier"}  # ranking unchanged
     assert not tomatoes.grounded
@@ -342,7 +342,7 @@ def test_a_plain_word_a_body_repeats_does_not_ground_an_unseen_subject(tmp_path:
 
 _PROBE = """
 import json, sys
-from grasbot.search import SearchIndex
+from grasbot.search.index import SearchIndex
 from grasbot.vault import Vault
 index = SearchIndex.build(Vault.load(sys.argv[1]))
 out = {}
@@ -551,7 +551,7 @@ def test_random_edits_deletes_and_creates_keep_the_index_equal_to_a_fresh_build(
 
 def test_build_in_small_batches_answers_as_one_batch(sample_vault_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A vault larger than one build batch: the batches' pairs placed term by term give the same index."""
-    import grasbot.search as search_module
+    import grasbot.search.index as search_module
 
     vault = Vault.load(sample_vault_copy)
     one = SearchIndex.build(vault)
@@ -566,7 +566,7 @@ def test_sum_pairs_general_path_matches_the_packed_one() -> None:
     """Counts too large to pack in one integer take the general path, to the same sums."""
     import numpy as np
 
-    from grasbot.search import _sum_pairs
+    from grasbot.search.index import _sum_pairs
 
     fm_tid = [5, 7, 5, 9]  # note 0: title 5 7, slug 5; note 1: heading 9
     fm_sizes = [2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
@@ -603,7 +603,7 @@ def test_update_after_a_note_changed_in_place_rebuilds(basic: Path, monkeypatch:
 def test_update_looks_only_at_the_changed_notes_and_their_namesakes(sample_vault_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After the first update, an edit compares only the notes that share a name with the changed one,
     and a private namesake that renames a public note's id is still seen."""
-    import grasbot.search as search_module
+    import grasbot.search.index as search_module
 
     root = sample_vault_copy
     vault = Vault.load(root)

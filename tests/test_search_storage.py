@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grasbot.search as search_module
-from grasbot.search import SearchIndex
+import grasbot.search.index as search_module
+from grasbot.search.index import SearchIndex
 from grasbot.vault import Vault
 from tests.test_search import _full_snapshot
 
@@ -83,7 +83,7 @@ def test_slots_beyond_two_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_find_and_fits() -> None:
-    from grasbot.search import _F16_EXACT, _find, _fits
+    from grasbot.search.index import _F16_EXACT, _find, _fits
 
     docs = np.array([1, 5, 9], dtype=np.uint16)
     fms = np.zeros(3, dtype=np.float16)

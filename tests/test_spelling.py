@@ -1,4 +1,4 @@
-"""Spelling correction (grasbot/spelling.py): edit distance, candidates at the stem and word level, the
+"""Spelling correction (grasbot/search/spelling.py): edit distance, candidates at the stem and word level, the
 choice among them, when a correction is confident, determinism, and agreement with the tokenizer."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.spelling import Correction, Speller, edit_distance, inflections, is_swap, max_distance, stem_words
-from grasbot.tokenize import stem, tokenize, words
+from grasbot.search.spelling import Correction, Speller, edit_distance, inflections, is_swap, max_distance, stem_words
+from grasbot.search.tokenize import stem, tokenize, words
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -265,7 +265,7 @@ def test_inflections_are_sorted_forms_of_ascii_words() -> None:
 
 
 def test_search_counts_an_inflection_as_the_word_typed(tmp_path: Path) -> None:
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
 
     notes = {

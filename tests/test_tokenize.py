@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grasbot.tokenize import STOP_WORDS, count_tokens, fold, stem, tokenize, tokenize_short, words
+from grasbot.search.tokenize import STOP_WORDS, count_tokens, fold, stem, tokenize, tokenize_short, words
 
 
 def test_fold_lowercases_and_removes_accents() -> None:
@@ -113,7 +113,7 @@ def test_empty_and_blank() -> None:
 
 def test_raw_words_tokens_agree_with_raw_word_tokens() -> None:
     """The build's batch form (one stemming call, no cache filled) gives each raw word's tokens exactly."""
-    from grasbot.tokenize import _tokens_slow, raw_word_counts, raw_words_tokens
+    from grasbot.search.tokenize import _tokens_slow, raw_word_counts, raw_words_tokens
 
     text = (
         "Les Développées ÉCOLES et l’objectif «mot» h2o 2 42 2024 œuvre STRASSE İstanbul ΣΣ x\u200by "

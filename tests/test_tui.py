@@ -317,7 +317,7 @@ async def test_new_note_from_template(vault: Path) -> None:
         await pilot.press(*"Serre autonome", "enter")
         with_domain = "10-Projets/serre-autonome.md"
         await wait_for(pilot, lambda: row(app, with_domain) is not None, "the second note in the tree")
-        from grasbot.frontmatter import parse_text
+        from grasbot.markdown.frontmatter import parse_text
 
         assert parse_text((vault / with_domain).read_text(encoding="utf-8"), with_domain).meta["domains"] == ["ia"]
         assert "domains-count" not in row(app, with_domain).rules

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grasbot.links import Resolver
-from grasbot.notes import LinkStatus
+from grasbot.model import LinkStatus
 from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engine"
@@ -407,7 +407,7 @@ def test_note_storage_gives_back_what_was_read(raw: bytes) -> None:
     whatever the note keeps internally (bytes or str, positions computed on first access)."""
     import hashlib
 
-    from grasbot.frontmatter import parse_bytes
+    from grasbot.markdown.frontmatter import parse_bytes
     from grasbot.vault import read_note
 
     parsed = parse_bytes(raw, "n.md")
@@ -422,7 +422,7 @@ def test_note_storage_gives_back_what_was_read(raw: bytes) -> None:
 
 
 def test_note_built_by_hand_keeps_its_fields() -> None:
-    from grasbot.notes import Note
+    from grasbot.model import Note
 
     note = Note(path="a.md", text="---\nx: 1\n---\nbody", meta={"x": 1}, body="body", body_line=4, has_frontmatter=True)
     assert (note.text, note.body, note.digest, note.key_positions, note.links) == ("---\nx: 1\n---\nbody", "body", "", {}, [])
@@ -578,7 +578,7 @@ def test_the_first_update_after_a_load_keeps_every_index_right(links_vault: Path
 
 
 def test_loaded_notes_keep_links_compactly_and_give_them_back(links_vault: Path) -> None:
-    from grasbot.frontmatter import parse_text
+    from grasbot.markdown.frontmatter import parse_text
     from grasbot.links import frontmatter_links, parse_body
 
     vault = Vault.load(links_vault)

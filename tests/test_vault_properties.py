@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grasbot.frontmatter import parse_bytes
+from grasbot.markdown.frontmatter import parse_bytes
 from grasbot.links import frontmatter_links, parse_body
-from grasbot.notes import Span
+from grasbot.model import Span
 from grasbot.vault import Vault, read_note
 
 # Pieces that make frontmatter and links interesting: YAML syntax, link syntax, code markers, odd line

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grasbot.notes import Note
+from grasbot.model import Note
 from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 
@@ -731,7 +731,7 @@ def _file_diagnostic(path: str, message: str, rule: str = "frontmatter-invalid")
 
 
 def _build_index(vault: Vault) -> Any:
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
 
     try:
         return SearchIndex.build(vault)

@@ -71,7 +71,7 @@ from typing import Any
 
 import yaml
 
-from grasbot.notes import LIST_FIELDS, STR_FIELDS
+from grasbot.model import LIST_FIELDS, STR_FIELDS
 
 __all__ = [
     "TAXONOMY_FILENAME",

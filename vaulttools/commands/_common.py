@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
 
 
@@ -46,7 +46,7 @@ def load_vault(root: Path) -> Vault:
 
 def load_public_index(root: Path, purpose: str) -> SearchIndex:
     """The vault's search index; CliError when no public note is left to retrieve (`purpose` says for what)."""
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
 
     index = SearchIndex.build(load_vault(root))
     if index.size == 0:

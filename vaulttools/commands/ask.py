@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args)
 
-    from grasbot.context import plan_context
+    from grasbot.answer.context import plan_context
 
     index = load_public_index(root, "nothing GrasBot could retrieve")
     result = index.search(question, top_k=args.top_k)

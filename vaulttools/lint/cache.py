@@ -54,7 +54,7 @@ from pathlib import Path
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from grasbot.notes import Heading, Note, Resolution
+from grasbot.model import Heading, Note, Resolution
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 
@@ -236,7 +236,7 @@ class _CachedVault:
 
     def link_problems(self, path: str, into: Collection[str] = ()) -> list[Resolution]:
         """As `grasbot.vault.Vault.link_problems`: the links that are not plain OK, and the OK ones into `into`."""
-        from grasbot.notes import LinkStatus
+        from grasbot.model import LinkStatus
 
         ok = LinkStatus.OK
         return [r for r in self.resolutions(path) if r.status is not ok or r.target_path in into]
@@ -244,7 +244,7 @@ class _CachedVault:
     def resolutions(self, path: str) -> list[Resolution]:
         from grasbot.links import link_key, name_key
 
-        from grasbot.notes import LinkStatus
+        from grasbot.model import LinkStatus
 
         note = self.notes[path]
         names = {link_key(link.target) for link in note.links if link.target}

@@ -27,7 +27,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grasbot.notes import Note
+from grasbot.model import Note
 from vaulttools.lint import positions
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
@@ -37,7 +37,7 @@ from vaulttools.lint.rules import LintContext, checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 
 if TYPE_CHECKING:
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
     from vaulttools.lint.cache import LintCache
 
@@ -208,7 +208,7 @@ def lint_vault(
     """Lint every note of a loaded vault.
 
     `taxonomy` is a `vaulttools.taxonomy.Taxonomy` or None (structural rules only). `index` is a
-    `grasbot.search.SearchIndex` already built on this vault, if the caller has one (else one is built when
+    `grasbot.search.index.SearchIndex` already built on this vault, if the caller has one (else one is built when
     `answer-not-retrieved` runs). `cache` (see `vaulttools.lint.cache`) skips the note-local checks of notes
     whose content did not change. `progress(done, total)` is called as notes are checked.
     """

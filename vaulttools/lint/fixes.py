@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grasbot.frontmatter import split_frontmatter
+from grasbot.markdown.frontmatter import split_frontmatter
 from vaulttools.lint.diagnostics import Diagnostic, Edit
 
 __all__ = [

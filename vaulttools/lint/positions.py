@@ -5,7 +5,7 @@ whole frontmatter again (about 0.1 ms a note: 1 s for the 9k notes with findings
 vault, most of them asked only where their `aliases` are). A finding needs one key, or the items of one
 list. For the usual frontmatter — a flat block mapping of `key: scalar`, `key: [a, b]`, and `key:` followed
 by `- item` lines — this module reads just that key's lines, with the same patterns as the engine's own
-fast path (`grasbot.frontmatter`), and accepts what it read only when it reads back as the value the engine
+fast path (`grasbot.markdown.frontmatter`), and accepts what it read only when it reads back as the value the engine
 parsed (`note.meta`): same number of items, each the same string. Anything else (tabs, `\\r`, a quoted,
 indented, repeated or merged key, a comment or anchor after the key, single-quoted or multi-line items,
 a typed scalar that does not print back as written, ...) returns None, and the caller asks the engine.
@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from grasbot.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
-from grasbot.notes import LIST_FIELDS, Note, Span
+from grasbot.markdown.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
+from grasbot.model import LIST_FIELDS, Note, Span
 
 __all__ = ["Column", "key_span", "item_spans", "item_layout", "reset"]
 
@@ -122,7 +122,7 @@ def _entry(note: Note) -> tuple[Note, str | None, int, dict[str, Any]]:
                 fm = None
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
-    # the YAML starts on line 2 (after the opening `---`), as grasbot.frontmatter.parse_text counts
+    # the YAML starts on line 2 (after the opening `---`), as grasbot.markdown.frontmatter.parse_text counts
     entry = (note, fm, 2, {})
     _MEMO[id(note)] = entry
     return entry

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 
 if TYPE_CHECKING:
-    from grasbot.notes import Note
+    from grasbot.model import Note
     from grasbot.vault import Vault
     from vaulttools.authoring import NewNote
     from vaulttools.lint.diagnostics import Diagnostic
@@ -308,7 +308,7 @@ class Backend:
 
     def build_index(self) -> int:
         """Build the retrieval index (the question preview works from then on); returns its size."""
-        from grasbot.search import SearchIndex
+        from grasbot.search.index import SearchIndex
 
         if self._vault is None:
             raise BackendError("the vault is not loaded")
@@ -373,7 +373,7 @@ class Backend:
     def refresh_index(self) -> bool:
         """Rebuild the backend's own index from the live vault (big vaults only; run on a worker thread).
         Several calls while one runs make one more rebuild after it. Returns True when it rebuilt."""
-        from grasbot.search import SearchIndex
+        from grasbot.search.index import SearchIndex
 
         live = self.live
         if live is None or not self._own_index:
@@ -512,7 +512,7 @@ class Backend:
 
     def detail(self, path: str) -> NoteDetail | None:
         """Everything the note pane shows for one note; None when it is not a note (any more)."""
-        from grasbot.notes import LinkStatus
+        from grasbot.model import LinkStatus
 
         live = self.live
         lock = live.lock if live is not None else threading.RLock()
@@ -557,7 +557,7 @@ class Backend:
 
     def preview(self, query: str, top_k: int | None = None) -> Preview:
         """What GrasBot would retrieve for `query`: the engine's ranking and the prompt plan."""
-        from grasbot.context import plan_context
+        from grasbot.answer.context import plan_context
 
         started = time.perf_counter()
         q = " ".join(query.split())

@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grasbot.notes import Note, Span
+from grasbot.model import Note, Span
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, Fix, Severity, new_diagnostic
 from vaulttools.lint.registry import get_rule
 
 if TYPE_CHECKING:
-    from grasbot.search import SearchIndex
+    from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
     from vaulttools.lint.config import LintConfig
 
@@ -252,7 +252,7 @@ class LintContext:
             return None
         if self.index is None and self.index_error is None:
             try:
-                from grasbot.search import SearchIndex
+                from grasbot.search.index import SearchIndex
 
                 self.index = SearchIndex.build(self.vault)
             except Exception as exc:  # the rule reports why it could not run; lint goes on

@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from grasbot.notes import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
@@ -25,7 +25,7 @@ from vaulttools.lint.rules import (
     value_span,
 )
 
-#: Problem codes of `grasbot.notes.Problem` that make a file unreadable as a note. `no-frontmatter` and
+#: Problem codes of `grasbot.model.Problem` that make a file unreadable as a note. `no-frontmatter` and
 #: `empty` are not defects of a plain Obsidian note: field-missing covers them where a taxonomy asks for fields.
 INVALID_CODES = frozenset(
     {"yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter", "misplaced-frontmatter"}
@@ -99,7 +99,7 @@ def fields_unreadable(note: Note) -> bool:
 
 
 def _point(line: int, column: int) -> Any:
-    from grasbot.notes import Span
+    from grasbot.model import Span
 
     return Span(line, column, line, column + 1)
 

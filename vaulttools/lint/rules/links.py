@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from grasbot.notes import LinkStatus, Note, Resolution
+from grasbot.model import LinkStatus, Note, Resolution
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, fold, make
 

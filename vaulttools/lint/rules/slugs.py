@@ -6,7 +6,7 @@ import unicodedata
 import weakref
 from collections.abc import Iterator
 
-from grasbot.notes import Note, Span
+from grasbot.model import Note, Span
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column

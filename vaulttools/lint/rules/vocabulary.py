@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from grasbot.notes import Note
+from grasbot.model import Note
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 from vaulttools.lint.rules import (
     LintContext,

@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from grasbot.config import Settings
+from grasbot.service.settings import Settings
 
-log = logging.getLogger("grasbot.observability")
+log = logging.getLogger("grasbot.service.observability")
 
 #: Relevance is the best retrieval score over this, capped at 1 (the seed's calibration).
 RELEVANCE_SCALE = 15.0
@@ -46,11 +46,11 @@ def is_trace_id(value: str) -> bool:
 
 
 def follow_uvicorn_logging() -> None:
-    """Under plain `uvicorn --factory grasbot.api:create_app`, send GrasBot's log lines where uvicorn's go.
+    """Under plain `uvicorn --factory grasbot.service.api:create_app`, send GrasBot's log lines where uvicorn's go.
 
     Without it the `grasbot` loggers have no handler and no level: their INFO lines are lost and warnings
     reach stderr bare, through Python's last-resort handler. Only when nothing else set them up: `grasbot
-    serve` configures them itself (`grasbot.cli.log_config`), a `--log-config` file may, and an application
+    serve` configures them itself (`grasbot.service.cli.log_config`), a `--log-config` file may, and an application
     that gave the root logger a handler gets the records by propagation. Records keep their privacy rules:
     GrasBot never logs note content, at any level.
     """

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from grasbot.notes import LIST_FIELDS, Problem, Span
+from grasbot.model import LIST_FIELDS, Problem, Span
 
 __all__ = [
     "clear_caches",
@@ -143,7 +143,7 @@ class LineIndex:
 
 @dataclass(slots=True)
 class ParsedFile:
-    """Everything `grasbot.notes.Note` needs from one file, before the vault resolves links."""
+    """Everything `grasbot.model.Note` needs from one file, before the vault resolves links."""
 
     text: str
     meta: dict[str, Any]
@@ -897,7 +897,7 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     """Split and parse an already decoded note (BOM removed).
 
     `positions` False lets the common case skip `key_positions`/`item_positions` (then
-    `positions_skipped` is True and they are empty): `grasbot.notes.Note` computes them on first access.
+    `positions_skipped` is True and they are empty): `grasbot.model.Note` computes them on first access.
     """
     result = ParsedFile(text=text, meta={}, body=text, body_line=1, has_frontmatter=False)
     if not text or text.isspace():  # (not `text.strip()`: that copies the whole text)

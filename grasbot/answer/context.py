@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from grasbot.notes import Note
-from grasbot.search import Hit
+from grasbot.model import Note
+from grasbot.search.index import Hit
 
 SECONDARY_KEEP_RATIO = 0.8
 SECONDARY_MAX_CHARS = 1500

@@ -18,7 +18,7 @@ so lookups are on tokens. Three kinds of lines in `_TABLE`:
 A member of several words ("temps plein", "full time") matches when all its tokens are in the question,
 and adds all its tokens. Only terms the vault holds are returned, never a token already in the question,
 each with a weight < 1: an expansion ranks below an original word and the search engine counts it as
-evidence only at a discount and at most once per original word (see `grasbot.grounding`). An expansion
+evidence only at a discount and at most once per original word (see `grasbot.search.grounding`). An expansion
 carries every question word that reaches it (`Expansion.sources`): "prétentions salariales" are two words
 that both mean `salaire`, and a note holding it covers both.
 
@@ -41,7 +41,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from grasbot.tokenize import tokenize
+from grasbot.search.tokenize import tokenize
 
 __all__ = ["EXPANSION_WEIGHT", "FAMILY_WEIGHT", "TRANSLATION_WEIGHT", "Expansion", "expand", "knows", "entries"]
 

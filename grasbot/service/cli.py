@@ -1,6 +1,6 @@
 """`grasbot serve`: run the API with uvicorn.
 
-The app is built by the factory `grasbot.api:create_app` in each worker process, so `--workers N` runs N
+The app is built by the factory `grasbot.service.api:create_app` in each worker process, so `--workers N` runs N
 independent copies (each with its own vault snapshot, memory and Langfuse client). `--vault` is passed to
 the workers through `VAULT_DIR`, which wins over a `.env` file.
 """
@@ -122,7 +122,7 @@ def _fail(message: str) -> int:
 def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from grasbot.config import ConfigError, Settings
+    from grasbot.service.settings import ConfigError, Settings
 
     if args.vault:
         os.environ["VAULT_DIR"] = str(Path(args.vault).expanduser().resolve())
@@ -137,7 +137,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         return _fail(f"--workers must be at least 1, got {args.workers}")
     uvicorn.run(
-        "grasbot.api:create_app",
+        "grasbot.service.api:create_app",
         factory=True,
         host=args.host,
         port=args.port,
@@ -145,7 +145,7 @@ def serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         log_config=log_config(args.log_level),
         h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
-        http="grasbot.cli:NoDelayH11Protocol",
+        http="grasbot.service.cli:NoDelayH11Protocol",
         timeout_graceful_shutdown=10,
     )
     return 0

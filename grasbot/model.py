@@ -260,7 +260,7 @@ class Note:
 
     # -- frontmatter positions -------------------------------------------------------------------------
     def _positions(self) -> None:
-        from grasbot.frontmatter import parse_text  # grasbot.frontmatter imports this module
+        from grasbot.markdown.frontmatter import parse_text  # grasbot.markdown.frontmatter imports this module
 
         parsed = parse_text(self.text, self.path)
         self._keys = parsed.key_positions

@@ -43,22 +43,22 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
-from grasbot.config import Settings, redact_url
-from grasbot.llm import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
-from grasbot.memory import ConversationMemory, Turn
-from grasbot.notes import Note, visible_to_visitors
-from grasbot.observability import (
+from grasbot.service.settings import Settings, redact_url
+from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
+from grasbot.service.memory import ConversationMemory, Turn
+from grasbot.model import Note, visible_to_visitors
+from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
     follow_uvicorn_logging,
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
-from grasbot.search import Hit, SearchConfig, SearchIndex, SearchResult
+from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
-log = logging.getLogger("grasbot.api")
+log = logging.getLogger("grasbot.service.api")
 
 SOURCE_URLS: dict[str, str] = {"projet": "/portfolio/{slug}", "competence": "/competences/{slug}"}
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")  # always fullmatch: `$` would let a final "\n" in

@@ -1,12 +1,12 @@
 """Evidence that the vault covers a question: how question terms, "soft" terms (spelling corrections,
-lexicon expansions) and body-only mentions count toward the `grounded` decision of `grasbot.search`.
+lexicon expansions) and body-only mentions count toward the `grounded` decision of `grasbot.search.index`.
 
 The engine grounds a question when its best note's *evidence* reaches a share of what an ideal note
 holding every question word strongly would get (`search.GROUND_EVIDENCE`). Evidence is BM25F (IDF times
 saturated, field-weighted frequency) summed over the question's words, with two corrections:
 
 - **Soft terms.** A question's original tokens are full evidence. A term the engine added itself (a
-  confident spelling correction, a synonym or translation from `grasbot.lexicon`) ranks at its weight and
+  confident spelling correction, a synonym or translation from `grasbot.search.lexicon`) ranks at its weight and
   counts as evidence only at its evidence weight and at most once per original word — the best of a
   word's expansions in a note, not their sum — so that a word with many synonyms cannot build evidence out
   of nothing, and an off-topic question made of words the lexicon does not know gains none. An expansion

@@ -21,7 +21,7 @@ where the original was known to fail):
   direct notes is lifted to `GRAPH_SHARE` of that seed's score when it scored less (`graph-from:<seed>`),
   capped strictly below every note that really matches the question (covers at least half of its
   informative mass): the graph lifts a neighbour past weak matches, never past its seed or a real match.
-- **Spelling** (`grasbot.spelling`): a question token the vault has never seen (and the lexicon does not
+- **Spelling** (`grasbot.search.spelling`): a question token the vault has never seen (and the lexicon does not
   know) is matched to the index term it most likely stands for: Damerau–Levenshtein on stems (two edits
   from 8 letters) and one edit on the typed word (`competance` -> `compétence`), first letter kept, fewest
   edits, then names (title, alias, slug), then document frequency (`stats["corrected"]`). It ranks at
@@ -39,7 +39,7 @@ where the original was known to fail):
   does not say the note is about it: it counts at `grounding.PASSING_EVIDENCE`, more as other question
   words in the same note corroborate it ("réparer un vélo" is not grounded on a note that says "il se
   déplace à vélo", nor "faire pousser des tomates" on one that says "poussez les modifications"). Lexicon
-  expansions and confident corrections count at a discount, once per question word (`grasbot.grounding`).
+  expansions and confident corrections count at a discount, once per question word (`grasbot.search.grounding`).
   `SearchConfig.min_score` adds a plain score floor on top.
 
 Private notes (any `visibility` but `public`) are never indexed. Notes with a problem: unreadable, binary
@@ -69,10 +69,10 @@ from typing import Any
 
 import numpy as np
 
-from grasbot import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
+from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
 from grasbot.links import name_key_fast
-from grasbot.notes import Note, visible_to_visitors
-from grasbot.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
+from grasbot.model import Note, visible_to_visitors
+from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 
 # -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
@@ -112,14 +112,14 @@ GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
 CORRECTION_WEIGHT = 0.5  # a spelling-corrected token weighs half in ranking ...
 CORRECTION_EVIDENCE = 0.0  # ... and nothing as evidence that the vault covers the question, unless
-SURE_CORRECTION_WEIGHT = 0.8  # ... the correction is confident (grasbot.spelling): then it ranks at this
+SURE_CORRECTION_WEIGHT = 0.8  # ... the correction is confident (grasbot.search.spelling): then it ranks at this
 SURE_CORRECTION_EVIDENCE = 0.8  # ... and is evidence at this share, the question's mass taking its IDF
 EXPANSION_EVIDENCE = 0.7  # a lexicon synonym/translation: evidence at this share, once per original word
 EXPAND_MAX_DF = 0.1  # a question word held by more than this share of the notes is not expanded
 REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's informative mass really matches
 #: grounded when the best note's BM25F reaches this share of the question's ideal score. Chosen on the
 #: question sets (benchmarks/questions-*.yaml, tests/eval/sample-questions.yaml): with body-only words
-#: discounted (grasbot/grounding.py), their off-topic questions that share words with a vault reach
+#: discounted (grasbot/search/grounding.py), their off-topic questions that share words with a vault reach
 #: 0.10-0.228 ("tulipes"), on-topic ones mostly 0.23 and above; the best balanced accuracy over the
 #: five dev sets is at 0.231 (0.983; AUC 0.993), so the threshold stays.
 GROUND_EVIDENCE = 0.23
@@ -1331,7 +1331,7 @@ class SearchIndex:
 
     # -- spelling -------------------------------------------------------------------------------------
     def _correct(self, token: str, word: str) -> _spelling.Correction | None:
-        """What a question token the vault has never seen most likely stands for (grasbot/spelling.py),
+        """What a question token the vault has never seen most likely stands for (grasbot/search/spelling.py),
         from the token and the visitor's folded `word` it comes from; cached until the index changes."""
         key = (token, word)
         if key in self._corrections:
@@ -1374,13 +1374,13 @@ class SearchIndex:
                     corrected[t] = fix.term
                     if fix.confident:
                         sure[t] = fix.term
-        if inflected:  # ranks, covers and is evidence as the vault's form of the word would (grasbot/spelling.py)
+        if inflected:  # ranks, covers and is evidence as the vault's form of the word would (grasbot/search/spelling.py)
             unique = sorted((set(unique) - inflected.keys()) | set(inflected.values()))
         # A corrected token helps ranking (at a reduced weight). An unconfident one is no evidence that
         # the vault covers the question: `mass` keeps it at the IDF of an unseen word. A confident one
         # stands for its term: evidence at a discount, and the term's IDF in `mass`.
         originals = [t for t in unique if t not in corrected]
-        # -- lexicon hook (grasbot/lexicon.py, grasbot/grounding.py): soft terms are corrections and
+        # -- lexicon hook (grasbot/search/lexicon.py, grasbot/search/grounding.py): soft terms are corrections and
         # synonyms/translations; term -> (ranking weight, evidence weight, original word it stands for).
         soft: dict[str, tuple[float, float, str]] = {}
         also_for: dict[str, tuple[str, ...]] = {}  # further original words an expansion stands for
@@ -1424,7 +1424,7 @@ class SearchIndex:
             w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
             we = recs[0][_T_WE] if single else np.concatenate([rec[_T_WE] for rec in recs])
             n_words = len(originals) + len(corrected)
-            # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/grounding.py).
+            # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/search/grounding.py).
             any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
             if soft or (any_passing and n_words >= 2):
                 passing = recs[0][_T_PASSING] if single else np.concatenate([rec[_T_PASSING] for rec in recs])

@@ -15,7 +15,7 @@ Candidates, at most `max_distance(len)` edits away (1 from `MIN_LENGTH` letters,
   `inceptoin` keeps its garbled ending while `inception` stems to `incept`. A stem much shorter than the
   token the stemmer already cut is another word (`tempaltes` -> `tempates` -> `temp`), and a stem under
   four letters is too vague: neither is a candidate. Words are stemmed as the tokenizer does
-  (`grasbot.tokenize.stem_words`), in one C call, without filling the tokenizer's cache with non-words.
+  (`grasbot.search.tokenize.stem_words`), in one C call, without filling the tokenizer's cache with non-words.
 
 Both keep the first letter (or swap the first two): the first letter of a word is rarely the typo, and
 words that differ there are mostly other words (`demain`/`semaine`), so they are not candidates at all.
@@ -71,7 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grasbot.tokenize import stem_words
+from grasbot.search.tokenize import stem_words
 
 __all__ = [
     "LONG_LENGTH",
@@ -307,7 +307,7 @@ class Speller:
     """Corrects tokens against a fixed vocabulary: `{term: number of notes holding it}`.
 
     `names`: terms of some note's title, aliases or slug (preferred on a tie of distance). `stem_words`:
-    folded words -> their index tokens, as the tokenizer makes them (`grasbot.tokenize.stem_words`), for
+    folded words -> their index tokens, as the tokenizer makes them (`grasbot.search.tokenize.stem_words`), for
     word-level candidates (None: stems only).
     """
 

@@ -1,6 +1,6 @@
 """The prompt sent to the model (DESIGN §7): system rules, the retrieved notes, the short history, the question.
 
-Two modes. Grounded: the notes planned by `grasbot.context.plan_context` go in (the first whole, weaker
+Two modes. Grounded: the notes planned by `grasbot.answer.context.plan_context` go in (the first whole, weaker
 secondary ones cut at a paragraph boundary) and the cut ones are named so the model can say an answer may be
 incomplete. Ungrounded: no note is a credible source, the model is told so and must not invent facts.
 
@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from grasbot.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
-from grasbot.memory import Turn
-from grasbot.frontmatter import LineIndex
+from grasbot.answer.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
+from grasbot.answer.conversation import Turn
+from grasbot.markdown.frontmatter import LineIndex
 from grasbot.links import parse_body
-from grasbot.notes import LinkKind, Note, visible_to_visitors
-from grasbot.search import Hit, SearchResult
+from grasbot.model import LinkKind, Note, visible_to_visitors
+from grasbot.search.index import Hit, SearchResult
 
 #: Problems after which nothing of the file can be served.
 _NEVER_SERVED = frozenset({"binary", "unreadable"})
@@ -65,7 +65,7 @@ réoriente poliment vers ce que le site présente."""
 
 def is_servable(note: Note) -> bool:
     """True when the note may reach a visitor: public by the one privacy rule
-    (`grasbot.notes.visible_to_visitors`) and readable at all."""
+    (`grasbot.model.visible_to_visitors`) and readable at all."""
     return visible_to_visitors(note) and not any(p.code in _NEVER_SERVED for p in note.problems)
 
 

@@ -15,18 +15,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from grasbot.answer.conversation import Turn
 
-@dataclass(frozen=True, slots=True)
-class Turn:
-    question: str
-    answer: str
-    at: float  # clock() when remembered
-
-    @property
-    def size(self) -> int:
-        return len(self.question) + len(self.answer)
+__all__ = ["ConversationMemory", "Turn"]
 
 
 class ConversationMemory:

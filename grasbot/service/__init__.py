@@ -1,0 +1,1 @@
+"""The HTTP service: FastAPI app, settings, conversation memory, Langfuse tracing and the `grasbot` CLI."""
