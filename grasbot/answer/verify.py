@@ -1,0 +1,430 @@
+"""Sentence-level verification of an answer against the passages it was written from (no LLM).
+
+`verify(answer, passages)` splits the answer into sentences (`grasbot.answer.verify_sentences`), reads their
+citations, and labels each one, with the evidence span (passage id and text) and a reason:
+
+- `abstention`: the sentence says the notes do not hold the answer (the prompt's fixed sentence
+  `ABSTENTION`, or one of the usual ways to say it, French or English);
+- `no-claim`: no factual content (a greeting, a question back to the visitor, a pointer to a page of the
+  site, "voici ce que disent ses notes");
+- `supported`: a window of the passages (one of its sentences or list items, with the next one and the
+  passage's title) holds enough of the sentence's content words (`SUPPORT_COVERAGE`, by stem and lexicon
+  synonym) **and** every anchor of the sentence exactly: numbers with their unit, versions, months, proper
+  names, «quotes» (`grasbot.answer.verify_claims`); and a sentence that cites notes is supported by one it
+  cites;
+- `wrong-citation`: supported by a passage, but not by any note it cites (another passage, or an id that
+  is not in the context at all);
+- `unsupported`: everything else: absent from the passages, or contradicted by them (a changed number,
+  date, version, name, an altered quote, a negation the evidence does not have).
+
+The answer's status: `abstained` (an abstention and no supported sentence), `verified` (every factual
+sentence supported, at least one), `partial` (some supported, some not), `unsupported` (none supported).
+
+Deterministic (passages in the order given, ties broken by position) and fast: the passages are read once
+per call; a sentence costs a few set operations per window (benchmarks/bench_verify.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from grasbot.answer.verify_claims import Claims, Number, claims_of, facts_of, key, negated, normalise_phrase, plain_text
+from grasbot.answer.verify_sentences import Sentence, split_sentences
+from grasbot.search.lexicon import expand
+from grasbot.search.tokenize import fold, tokenize
+
+__all__ = [
+    "ABSTENTION", "LABELS", "SUPPORT_COVERAGE", "Label", "Passage", "SentenceCheck", "Status", "Verification",
+    "is_abstention", "verify",
+]  # fmt: skip
+
+Label = Literal["supported", "unsupported", "wrong-citation", "abstention", "no-claim"]
+Status = Literal["verified", "partial", "unsupported", "abstained"]
+LABELS: tuple[Label, ...] = ("supported", "unsupported", "wrong-citation", "abstention", "no-claim")
+FACTUAL: frozenset[str] = frozenset({"supported", "unsupported", "wrong-citation"})
+
+#: The sentence the prompt asks the model to write when the notes do not hold the answer (detected
+#: exactly, whatever else the model adds around it).
+ABSTENTION = "Je ne trouve pas cette information dans les notes."
+
+#: Share of a sentence's content (weighted, see `_weight`) a window must hold for the sentence to be
+#: supported. Measured on the labelled dev set (benchmarks/verify-dev.yaml, `vaulttools eval`).
+SUPPORT_COVERAGE = 0.6
+#: Below this share, no passage is shown as the closest evidence of an unsupported sentence.
+CLOSEST_COVERAGE = 0.34
+
+# Ways to say "the notes do not tell" (folded text). Kept to phrasings about the notes, the information or
+# the speaker's knowledge, so that a factual negative ("il n'a jamais écrit de code unsafe") is not one.
+_ABSTAIN = re.compile(
+    r"je ne trouve pas cette information|non precise(?:e|s|es)? dans (?:les|ses|mes|ces) notes"
+    r"|(?:les|ses|mes|ces) notes ne (?:\w+ ){0,2}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|compren|renseign|permett|fourniss|traite|cite)\w*"
+    r"|(?:les|ses|mes|ces) notes n'(?:en |y )?(?:\w+ ){0,1}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|apport|ont|offr)\w*"
+    r"|(?:n'est|ne figure|n'apparait|n'y figure|ne se trouve) (?:pas|nulle part)(?: \w+){0,3} dans (?:les|ses|mes|ces) notes"
+    r"|(?:pas|aucune?) (?:\w+ ){0,3}?dans (?:les|ses|mes|ces) notes|n'est pas (?:precise|indique|mentionne|documente|renseigne)"
+    r"|je n'ai (?:pas|aucune) (?:d'|de |cette |l')?(?:information|info|element|donnee|detail|reponse|trace|mention)"
+    r"|je ne (?:sais|connais|dispose|peux) (?:pas|d'aucune|de rien)|je ne (?:trouve|vois) (?:pas|rien|aucune?)"
+    r"|aucune (?:information|mention|precision|donnee|indication|trace|note) (?:\w+ ){0,3}?(?:ne |n')?(?:sur|concern|a ce sujet|precis|dans|ne|n'|mention|indiqu|permet|fourni|disponible)"
+    r"|(?:information|reponse|detail|precision)s? (?:n'est|ne sont|ne figure|ne figurent|n'apparait|n'apparaissent|manque|absente?) "
+    r"|not (?:in|mentioned in|stated in|covered by) (?:my|the|his|these) notes|(?:the|my|his) notes do(?:n't| not)"
+    r"|i (?:don't|do not|cannot|can't) (?:know|find|tell)|no information (?:about|on)|i could not find"
+)
+# A sentence ending with a question mark asks the visitor something: no claim about the author.
+_QUESTION_END = re.compile(r"\?\s*[»\"”)\]*_]*\s*$")
+
+#: Content words that carry no fact by themselves: discourse, the site, the notes, evaluation, politeness.
+#: A sentence made only of these (and no anchor) is `no-claim`; in a factual sentence they weigh little.
+_DISCOURSE = frozenset(
+    key(t)
+    for word in """
+    voici voila resume bref general globalement ensemble plus detail details information informations note
+    notes source sources page pages site consulter consultez consulte voir voyez visiter visitez trouver
+    trouverez retrouver retrouverez lien liens rubrique section question questions repondre reponse aider
+    volontiers hesitez hesiter ecrire ecrivez contacter contactez auteur sujet sujets concernant propos
+    egalement aussi notamment ainsi surtout parfois souvent toujours vraiment tres bien mieux beaucoup
+    interessant interessante passionnant impressionnant remarquable excellent excellente bon bonne super
+    ravi heureux bienvenue bonjour merci savoir souhaitez souhaiter envie pouvez pourrez demander presente
+    presenter mentionne mentionnent indique indiquent precise precisent disent decrit decrivent explique
+    quelques principal principaux principale principales different differents differentes divers diverses
+    plusieurs certains nombreux nombreuses type genre domaine cas maniere facon niveau partie cadre
+    environ pres quasiment actuellement aujourd exemple
+    """.split()
+    for t in tokenize(word)
+)
+#: Frequent verbs and nouns that a paraphrase swaps freely: they count at `_LIGHT_WEIGHT` of a content word.
+_LIGHT = frozenset(
+    key(t)
+    for word in """
+    avoir etre faire utiliser utilise utilisait permet permettre travailler travaille travail mener
+    realiser realise construire construit developper developpe creer cree mettre place gerer gere
+    projet projets outil outils systeme solution service services personne equipe ans annee annees
+    """.split()
+    for t in tokenize(word)
+)
+_LIGHT_WEIGHT = 0.35
+_SITE_POINTER = re.compile(r"(?<![\w/])/(?:portfolio|competences|contact)\b|https?://")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A context passage: what the model was given under `id` (a note's text, whole or cut)."""
+
+    id: str
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceCheck:
+    text: str
+    start: int
+    end: int
+    label: Label
+    cited: tuple[str, ...]
+    evidence: tuple[str, str] | None  # (passage id, text of the span)
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "label": self.label,
+            "cited": list(self.cited),
+            "evidence": None if self.evidence is None else {"id": self.evidence[0], "text": self.evidence[1]},
+            "reason": self.reason,
+        }
+
+    @property
+    def factual(self) -> bool:
+        return self.label in FACTUAL
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    status: Status
+    sentences: tuple[SentenceCheck, ...] = field(default_factory=tuple)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = dict.fromkeys(LABELS, 0)
+        for s in self.sentences:
+            counts[s.label] += 1
+        return counts
+
+    @property
+    def factual(self) -> int:
+        return sum(1 for s in self.sentences if s.factual)
+
+    @property
+    def supported(self) -> int:
+        return sum(1 for s in self.sentences if s.label == "supported")
+
+    @property
+    def faithfulness(self) -> float | None:
+        """Share of factual sentences supported (None without a factual sentence)."""
+        return self.supported / self.factual if self.factual else None
+
+    @property
+    def grounded(self) -> bool:
+        """At least one supported factual sentence, and not an abstention."""
+        return self.supported > 0 and self.status != "abstained"
+
+    def flagged(self) -> tuple[SentenceCheck, ...]:
+        """The sentences a reader should not trust: unsupported or wrongly cited."""
+        return tuple(s for s in self.sentences if s.label in ("unsupported", "wrong-citation"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "sentences": [s.as_dict() for s in self.sentences], "summary": self.summary}
+
+
+# -- the passages, read once ------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    text: str
+    keys: frozenset[str]
+    words: frozenset[str]  # folded words (names are looked up here)
+    numbers: tuple[Number, ...]
+    months: frozenset[str]
+    negated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """One or two consecutive sentences of a passage, with its title: where a sentence's evidence is."""
+
+    text: str
+    keys: frozenset[str]
+    words: frozenset[str]
+    numbers: tuple[Number, ...]
+    months: frozenset[str]
+    negated: bool  # the sentences themselves (not the title) hold a negation
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    passages: tuple[Passage, ...]
+    windows: tuple[tuple[int, _Window], ...]  # (passage number, window)
+    phrases: tuple[str, ...]  # per passage, its normalised text (quotes are looked up here)
+    keys: frozenset[str]  # every content key of the context (for lexicon expansion)
+    capitalised: frozenset[str]
+    subjects: frozenset[str]
+
+
+_CAPITALISED = re.compile(r"(?<=[a-zà-ÿ0-9,;:)] )([A-ZÀ-Ý][\w-]+)")
+
+
+def _unit(text: str) -> _Unit:
+    plain = plain_text(text)
+    numbers, months, words = facts_of(plain)
+    return _Unit(text, frozenset(key(t) for t in tokenize(plain)), words, numbers, months, negated(plain))
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What one passage contributes to a context, whatever its position (cached by text)."""
+
+    windows: tuple[_Window, ...]
+    phrase: str
+    capitalised: frozenset[str]
+    keys: frozenset[str]
+    words: frozenset[str]
+
+
+@lru_cache(maxsize=512)
+def _read_passage(title: str, text: str) -> _Read:
+    """A passage read for matching. Cached: a service verifies against the same notes again and again,
+    and reading is most of the cost of a verification (benchmarks/bench_verify.py)."""
+    head = _unit(title)
+    body = [_unit(s.text) for s in split_sentences(text)]
+    keys = head.keys.union(*(u.keys for u in body))
+    words = head.words.union(*(u.words for u in body))
+    capitalised = frozenset(fold(m) for m in _CAPITALISED.findall(text))
+    return _Read(tuple(_windows(head, body)), normalise_phrase(title + " \n " + text), capitalised, keys, words)
+
+
+def _windows(title: _Unit, body: list[_Unit]) -> list[_Window]:
+    out = []
+    for i in range(len(body)):
+        for size in (1, 2):
+            part = body[i : i + size]
+            if len(part) < size:
+                continue
+            units = (title, *part)
+            out.append(
+                _Window(
+                    " ".join(u.text for u in part),
+                    frozenset().union(*(u.keys for u in units)),
+                    frozenset().union(*(u.words for u in units)),
+                    tuple(n for u in units for n in u.numbers),
+                    frozenset().union(*(u.months for u in units)),
+                    any(u.negated for u in part),
+                    size,
+                )
+            )
+    return out
+
+
+def _read_context(passages: Sequence[Passage], subjects: Iterable[str]) -> _Context:
+    reads = [_read_passage(p.title, p.text) for p in passages]
+    windows = [(p, w) for p, read in enumerate(reads) for w in read.windows]
+    capitalised = frozenset().union(*(r.capitalised for r in reads))
+    # a name most passages share (the vault's subject, "Aurèle") may be left out of any one window
+    shared = {w for w in capitalised if len(reads) >= 2 and sum(w in r.words for r in reads) * 2 > len(reads)}
+    return _Context(
+        tuple(passages), tuple(windows), tuple(r.phrase for r in reads), frozenset().union(*(r.keys for r in reads)),
+        capitalised, frozenset(shared) | frozenset(fold(s) for s in subjects),
+    )  # fmt: skip
+
+
+# -- one sentence -----------------------------------------------------------------------------------
+def is_abstention(text: str) -> bool:
+    """Whether `text` says the notes do not hold the answer."""
+    return _ABSTAIN.search(fold(text).replace("’", "'")) is not None
+
+
+def _weight(k: str) -> float:
+    return _LIGHT_WEIGHT if k in _LIGHT else 1.0
+
+
+@dataclass(slots=True)
+class _Match:
+    coverage: float
+    missing: list[str]  # anchors absent from the window, as written
+    passage: int
+    window: _Window
+
+    @property
+    def anchored(self) -> bool:
+        return not self.missing
+
+
+def _number_in(number: Number, numbers: Iterable[Number]) -> bool:
+    for n in numbers:
+        if n.value == number.value and (not number.unit or not n.unit or n.unit == number.unit or "version" in (n.unit, number.unit)):
+            return True
+    return False
+
+
+def _missing(claims: Claims, window: _Window, phrase: str, ctx: _Context) -> list[str]:
+    """The sentence's anchors that `window` does not hold, as written in the sentence."""
+    missing = [n.label() for n in claims.numbers if not _number_in(n, window.numbers)]
+    missing.extend(m for m in claims.months if m not in window.months)
+    for name in claims.names:
+        if not all(w in window.words or w in ctx.subjects for w in re.findall(r"[^\W_]+", name)):
+            missing.append(name)
+    missing.extend(f"«{q}»" for q in claims.quotes if q not in phrase)
+    if claims.negated and not window.negated:
+        missing.append("a negation")
+    return missing
+
+
+def _best(
+    claims: Claims, content: list[str], synonyms: Mapping[str, frozenset[str]], ctx: _Context,
+    only: Sequence[int] | None = None, prefer: Sequence[int] = (),
+) -> _Match | None:  # fmt: skip
+    """The best window for a sentence: anchored first, then by coverage, then a passage it cites, then
+    the shorter window, then the earliest."""
+    weights = [(k, _weight(k), synonyms.get(k, frozenset())) for k in content]
+    total = sum(w for _, w, _ in weights)
+    best: _Match | None = None
+    best_rank: tuple[bool, float, bool, int] | None = None
+    for p, window in ctx.windows:
+        if only is not None and p not in only:
+            continue
+        wkeys = window.keys
+        got = sum(w for k, w, alt in weights if k in wkeys or (alt and not alt.isdisjoint(wkeys)))
+        coverage = round(got / total, 6) if total else 1.0
+        if best_rank is not None and best_rank[0] and coverage <= best_rank[1]:
+            continue  # cannot beat an anchored window that covers at least as much
+        missing = _missing(claims, window, ctx.phrases[p], ctx)
+        rank = (not missing, coverage, p in prefer, -window.size)
+        if best_rank is None or rank > best_rank:
+            best, best_rank = _Match(coverage, missing, p, window), rank
+    return best
+
+
+def _synonyms(content: Sequence[str], ctx: _Context) -> dict[str, frozenset[str]]:
+    """Per content key of the sentence, the keys of its lexicon synonyms that the context holds."""
+    found: dict[str, set[str]] = {}
+    for exp in expand(list(content), ctx.keys):
+        for source in exp.sources:
+            for part in source.split():
+                found.setdefault(key(part), set()).add(key(exp.term))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
+    text, cited = sentence.text, sentence.cited
+
+    def result(label: Label, reason: str, evidence: tuple[str, str] | None = None) -> SentenceCheck:
+        return SentenceCheck(text, sentence.start, sentence.end, label, cited, evidence, reason)
+
+    if is_abstention(text):
+        return result("abstention", "says the notes do not hold the answer")
+    claims = claims_of(text, ctx.capitalised)
+    content = [k for k in claims.keys if k not in _DISCOURSE and k not in _NAME_KEYS(claims)]
+    anchors = claims.numbers or claims.months or claims.names or claims.quotes
+    if _QUESTION_END.search(text) and not claims.numbers:
+        return result("no-claim", "a question to the visitor")
+    if not content and not anchors:
+        pointer = " (points to the site)" if _SITE_POINTER.search(text) else ""
+        return result("no-claim", "no factual content" + pointer)
+    if not ctx.passages:
+        return result("unsupported", "no passage was given to check it against")
+    synonyms = _synonyms(content, ctx)
+    ids = [p.id for p in ctx.passages]
+    best = _best(claims, content, synonyms, ctx, prefer=[ids.index(c) for c in cited if c in ids])
+    if best is None:
+        return result("unsupported", "the passages hold no sentence to check it against")
+    supported = best.anchored and best.coverage >= SUPPORT_COVERAGE
+    if not supported:
+        if best.coverage >= SUPPORT_COVERAGE:
+            why = "; ".join(best.missing[:4])
+            return result("unsupported", f"not in the evidence: {why}", (ids[best.passage], best.window.text))
+        if best.coverage >= CLOSEST_COVERAGE:
+            extra = f"; also missing: {'; '.join(best.missing[:3])}" if best.missing else ""
+            return result("unsupported", f"only {best.coverage:.0%} of its content is in the closest passage{extra}", (ids[best.passage], best.window.text))
+        return result("unsupported", "not stated in the passages")
+    where = ids[best.passage]
+    if not cited or where in cited:
+        return result("supported", f"stated in [{where}] ({best.coverage:.0%} of its content)", (where, best.window.text))
+    in_context = [ids.index(c) for c in cited if c in ids]
+    if in_context:
+        own = _best(claims, content, synonyms, ctx, in_context)
+        if own is not None and own.anchored and own.coverage >= SUPPORT_COVERAGE:
+            cid = ids[own.passage]
+            return result("supported", f"stated in [{cid}] ({own.coverage:.0%} of its content)", (cid, own.window.text))
+    outside = [c for c in cited if c not in ids]
+    named = ", ".join(f"[{c}]" for c in cited)
+    tail = " (not in the context)" if outside and len(outside) == len(cited) else ""
+    return result("wrong-citation", f"stated in [{where}], but cites {named}{tail}", (where, best.window.text))
+
+
+def _NAME_KEYS(claims: Claims) -> frozenset[str]:  # noqa: N802 - a small derived set, named for what it holds
+    """Content keys that are the sentence's names: checked as anchors, not counted twice."""
+    return frozenset(key(t) for name in claims.names for t in tokenize(name))
+
+
+def _status(checks: Sequence[SentenceCheck]) -> Status:
+    supported = sum(1 for c in checks if c.label == "supported")
+    flagged = sum(1 for c in checks if c.label in ("unsupported", "wrong-citation"))
+    if supported == 0 and any(c.label == "abstention" for c in checks):
+        return "abstained"
+    if supported and not flagged:
+        return "verified"
+    if supported:
+        return "partial"
+    return "unsupported"
+
+
+def verify(answer: str, passages: Sequence[Passage], subjects: Iterable[str] = ()) -> Verification:
+    """Check every sentence of `answer` against `passages` (see the module docstring). `subjects`: names
+    that need not be repeated in the evidence window (the vault's subject, whom every note is about)."""
+    ctx = _read_context(passages, subjects)
+    checks = tuple(_check(s, ctx) for s in split_sentences(answer))
+    return Verification(_status(checks), checks)
