@@ -29,7 +29,9 @@ from tests.service_fixtures import (
 
 PUBLIC_COUNT = sum(1 for n in Vault.load(SAMPLE_VAULT).notes.values() if not n.is_private) if SAMPLE_VAULT.is_dir() else 0
 RUST = "Que sait-il faire en Rust ?"
-OFF_TOPIC = "Quel temps fait-il demain ?"
+OFF_TOPIC = "Comment faire une pâte à crêpes ?"  # below the evidence floor: a clear no, no note goes in
+NEAR_MISS = "Quel temps fait-il demain ?"  # in the middle band: the notes go in, tentatively
+SUPPORTED = "Aurèle a appris Rust en 2020, en réécrivant un outil de géocodage [rust]."
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +81,13 @@ def closed_port() -> int:
 
 # -- /ask -------------------------------------------------------------------------------------------
 def test_ask_grounded_answer(api: httpx.Client, fake: FakeOllama) -> None:
-    fake.script(reply="Il écrit du Rust en production [rust].")
+    fake.script(reply=SUPPORTED)
     r = api.get("/ask", params={"q": RUST})
     assert r.status_code == 200
     body = r.json()
-    assert body["response"] == "Il écrit du Rust en production [rust]."
+    assert body["response"] == SUPPORTED
     assert body["grounded"] is True
+    assert body["verification"]["status"] == "verified"
     assert body["model"] == "qwen3:8b"
     assert body["vault_size"] == PUBLIC_COUNT
     assert re.fullmatch(r"[0-9a-f]{32}", body["trace_id"])
@@ -198,8 +201,9 @@ def test_stream_events(api: httpx.Client, fake: FakeOllama) -> None:
         assert r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r.read().decode())
     names = [e for e, _ in events]
-    assert names[0] == "sources" and names[-1] == "done"
-    assert set(names[1:-1]) == {"token"} and len(names) > 5
+    assert names[0] == "sources" and names[-2:] == ["verification", "done"]
+    assert set(names[1:-2]) == {"token"} and len(names) > 5
+    assert events[-2][1] == events[-1][1]["verification"]
     sources, done = events[0][1], events[-1][1]
     assert sources["sources"][0]["slug"] == "rust" and sources["grounded"] is True
     assert "".join(d["text"] for e, d in events if e == "token") == reply

@@ -17,7 +17,8 @@ from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server, wait_for_health
 
 RUST = "Que sait-il faire en Rust ?"
-OFF_TOPIC = "Quel temps fait-il demain ?"
+OFF_TOPIC = "Comment faire une pâte à crêpes ?"  # below the evidence floor: no note goes in the prompt
+SUPPORTED = "Aurèle a appris Rust en 2020, en réécrivant un outil de géocodage [rust]."
 NAMES = {"ask", "retrieval", "prompt-build", "ollama-chat"}
 
 
@@ -42,7 +43,7 @@ def test_ask_is_one_trace_with_spans_tags_and_scores(
     traced: tuple[RunningServer, Settings], fake_ollama: FakeOllama, collector: LangfuseCollector
 ) -> None:
     server, settings = traced
-    fake_ollama.script(reply="Il écrit du Rust [rust].")
+    fake_ollama.script(reply=SUPPORTED)
     body = server.client().get("/ask", params={"q": RUST, "session_id": "sess-42", "user_id": "user-7"}).json()
     spans = wait_trace(collector, body["trace_id"])
     root, retrieval, prompt, gen = spans["ask"], spans["retrieval"], spans["prompt-build"], spans["ollama-chat"]
@@ -52,7 +53,7 @@ def test_ask_is_one_trace_with_spans_tags_and_scores(
     assert {retrieval.parent_span_id, prompt.parent_span_id, gen.parent_span_id} == {root.span_id}
     assert root.attributes["langfuse.trace.name"] == "ask"
     assert root.json("langfuse.observation.input") == {"query": RUST}
-    assert root.json("langfuse.observation.output") == {"response": "Il écrit du Rust [rust].", "sources_count": len(body["sources"]), "grounded": True}
+    assert root.json("langfuse.observation.output") == {"response": SUPPORTED, "sources_count": len(body["sources"]), "grounded": True}
     assert root.json("langfuse.trace.metadata.top_k") == 5
     for span in spans.values():
         assert span.attributes["session.id"] == "sess-42"

@@ -27,19 +27,22 @@ per call; a sentence costs a few set operations per window (benchmarks/bench_ver
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
 from grasbot.answer.verify_claims import Claims, Number, claims_of, facts_of, key, negated, normalise_phrase, plain_text
-from grasbot.answer.verify_sentences import Sentence, split_sentences
+from grasbot.answer.context import ContextNote
+from grasbot.answer.prompt import redact_hidden_links
+from grasbot.answer.verify_sentences import ABSTENTION, Sentence, split_sentences
+from grasbot.model import Note
 from grasbot.search.lexicon import expand
-from grasbot.search.tokenize import fold, tokenize
+from grasbot.search.tokenize import STOP_WORDS, fold, tokenize
 
 __all__ = [
     "ABSTENTION", "LABELS", "SUPPORT_COVERAGE", "Label", "Passage", "SentenceCheck", "Status", "Verification",
-    "is_abstention", "verify",
+    "context_passages", "is_abstention", "note_passage", "subject_names", "verify",
 ]  # fmt: skip
 
 Label = Literal["supported", "unsupported", "wrong-citation", "abstention", "no-claim"]
@@ -47,9 +50,6 @@ Status = Literal["verified", "partial", "unsupported", "abstained"]
 LABELS: tuple[Label, ...] = ("supported", "unsupported", "wrong-citation", "abstention", "no-claim")
 FACTUAL: frozenset[str] = frozenset({"supported", "unsupported", "wrong-citation"})
 
-#: The sentence the prompt asks the model to write when the notes do not hold the answer (detected
-#: exactly, whatever else the model adds around it).
-ABSTENTION = "Je ne trouve pas cette information dans les notes."
 
 #: Share of a sentence's content (weighted, see `_weight`) a window must hold for the sentence to be
 #: supported. Measured on the labelled dev set (benchmarks/verify-dev.yaml, `vaulttools eval`).
@@ -90,7 +90,8 @@ _DISCOURSE = frozenset(
     presenter mentionne mentionnent indique indiquent precise precisent disent decrit decrivent explique
     quelques principal principaux principale principales different differents differentes divers diverses
     plusieurs certains nombreux nombreuses type genre domaine cas maniere facon niveau partie cadre
-    environ pres quasiment actuellement aujourd exemple
+    environ pres quasiment actuellement aujourd exemple journee soiree continuation semaine week-end
+    revoir disposition plaisir
     """.split()
     for t in tokenize(word)
 )
@@ -105,6 +106,10 @@ _LIGHT = frozenset(
     for t in tokenize(word)
 )
 _LIGHT_WEIGHT = 0.35
+# The assistant speaking of itself ("Je ne peux parler que de son parcours", "Je vous invite à...") states
+# nothing about the author, unless it reports a fact ("Je peux vous dire qu'il a appris Rust").
+_ASSISTANT = re.compile(r"[\W_]*(?:je |j'|j’|moi,|i |i'm |i am )")
+_REPORTED = re.compile(r"\b(?:qu'|qu’|que )(?:il|elle|aurele|l'auteur|son |sa |ses )")
 _SITE_POINTER = re.compile(r"(?<![\w/])/(?:portfolio|competences|contact)\b|https?://")
 
 
@@ -134,7 +139,7 @@ class SentenceCheck:
             "end": self.end,
             "label": self.label,
             "cited": list(self.cited),
-            "evidence": None if self.evidence is None else {"id": self.evidence[0], "text": self.evidence[1]},
+            "evidence": None if self.evidence is None else {"id": self.evidence[0], "text": " ".join(self.evidence[1].split())},
             "reason": self.reason,
         }
 
@@ -371,6 +376,8 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
     anchors = claims.numbers or claims.months or claims.names or claims.quotes
     if _QUESTION_END.search(text) and not claims.numbers:
         return result("no-claim", "a question to the visitor")
+    if _ASSISTANT.match(fold(text)) and not _REPORTED.search(fold(text)):
+        return result("no-claim", "the assistant speaks of itself, not of the author")
     if not content and not anchors:
         pointer = " (points to the site)" if _SITE_POINTER.search(text) else ""
         return result("no-claim", "no factual content" + pointer)
@@ -428,3 +435,36 @@ def verify(answer: str, passages: Sequence[Passage], subjects: Iterable[str] = (
     ctx = _read_context(passages, subjects)
     checks = tuple(_check(s, ctx) for s in split_sentences(answer))
     return Verification(_status(checks), checks)
+
+
+# -- passages from notes ----------------------------------------------------------------------------
+def note_passage(note: Note, hidden: Collection[str] = frozenset(), text: str | None = None) -> Passage:
+    """The passage of a public note as a prompt shows it: its title and body (or `text`, the cut the
+    prompt kept), links to hidden notes removed (`grasbot.answer.prompt.redact_hidden_links`)."""
+    body = redact_hidden_links(note.reader_body if text is None else text, hidden).strip()
+    return Passage(note.id, body, redact_hidden_links(note.title, hidden))
+
+
+def context_passages(notes: Iterable[ContextNote], hidden: Collection[str] = frozenset()) -> list[Passage]:
+    """Exactly the passages a prompt gave the model (`Prompt.notes`): the text as cut, the title."""
+    return [Passage(c.hit.id, c.text, redact_hidden_links(c.hit.note.title, hidden)) for c in notes]
+
+
+#: A name written with a capital in at least this share of the notes is the vault's subject (its author,
+#: "Aurèle"): an answer may name him in a sentence whose evidence says "il".
+SUBJECT_SHARE = 0.5
+
+
+_ANY_CAPITALISED = re.compile(r"\b[A-ZÀ-Ý][a-zà-ÿ]{2,}\b")
+
+
+def subject_names(notes: Iterable[Note], share: float = SUBJECT_SHARE) -> frozenset[str]:
+    """Folded capitalised words found in at least `share` of `notes` (and two of them): who the vault is about."""
+    counts: dict[str, int] = {}
+    total = 0
+    for note in notes:
+        total += 1
+        for word in {fold(m) for m in _ANY_CAPITALISED.findall(note.title + " \n " + note.reader_body)}:
+            counts[word] = counts.get(word, 0) + 1
+    floor = max(2, share * total)
+    return frozenset(w for w, n in counts.items() if n >= floor and w not in STOP_WORDS)

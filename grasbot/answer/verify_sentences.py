@@ -19,7 +19,12 @@ from dataclasses import dataclass
 
 from grasbot.search.tokenize import fold
 
-__all__ = ["Sentence", "citations", "split_sentences", "strip_citations"]
+__all__ = ["ABSTENTION", "Sentence", "citations", "split_sentences", "strip_citations"]
+
+#: The sentence the prompt asks the model to write when the notes do not hold the answer (the verifier
+#: recognises it whatever the model adds around it). Here, beside the splitter, so that the prompt
+#: (`grasbot.answer.prompt`) and the verifier share it without importing each other.
+ABSTENTION = "Je ne trouve pas cette information dans les notes."
 
 #: Words that end with a dot without ending the sentence (folded, without the dot).
 _ABBREVIATIONS = frozenset(
@@ -30,6 +35,7 @@ _ABBREVIATIONS = frozenset(
     """.split()
 )
 
+_DETERMINERS = frozenset({"le", "la", "du", "de", "en", "au", "un", "et", "ou", "the", "in"})
 # A page reference inside a citation: `p. 28`, `pp. 3-4`, `page 28`, `§ 2`.
 _PAGE = re.compile(r"^(?:p{1,2}\.?|pages?|§|ch\.?|chap\.?)\s*\d[\d\s\-–]*$", re.IGNORECASE)
 # `[[id]]`, `[[id|text]]`, `[id]`, `[id, p. 28]`; not `[text](url)` (a link) nor `[ ]` (a task box).
@@ -106,9 +112,23 @@ def _is_boundary(text: str, mark_at: int, nxt: int) -> bool:
     bare = fold(word.strip(".-'’"))
     if bare in _ABBREVIATIONS or "." in word.strip("."):
         return False  # "M. Quintard", "cf. Le", "c.-à-d. Le", "J.-C. Puis"
-    if len(bare) == 1 and word[:1].isupper():
-        return False  # an initial: "A. Quintard"
+    if len(bare) == 1 and word[:1].isupper() and fold(_word_before(text, len(text[: mark_at - len(word)].rstrip()))) not in _DETERMINERS:
+        return False  # an initial: "A. Quintard" (but "le C. Puis": the C language)
     return follower.isupper() or follower.isdigit() or follower in "«“\"'[(*_`/"
+
+
+_BLOCK_START = re.compile(r"[ \t]*(?:$|[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```)", re.MULTILINE)
+_HEADING = re.compile(r"[ \t]*(?:#{1,6}[ \t]|\||```)")
+
+
+def _line_break_ends(text: str, at: int) -> bool:
+    """Whether the line break at `at` ends a sentence: before a blank line, a list item, a heading, a
+    quote or a table row, or after a heading. Otherwise it is a line wrapped inside a paragraph (notes
+    are often hard-wrapped) and reads as a blank."""
+    if _BLOCK_START.match(text, at + 1) is not None:
+        return True
+    line_start = text.rfind("\n", 0, at) + 1
+    return _HEADING.match(text, line_start) is not None
 
 
 def _skip_blanks(text: str, k: int) -> int:
@@ -127,9 +147,10 @@ def _spans(text: str) -> list[tuple[int, int]]:
     while i < n:
         ch = text[i]
         if ch == "\n":
-            pieces.append((start, i))
-            depth.clear()  # a bracket never spans lines in an answer: do not let one swallow the rest
-            start = i + 1
+            if _line_break_ends(text, i):
+                pieces.append((start, i))
+                depth.clear()  # a bracket never spans paragraphs: do not let one swallow the rest
+                start = i + 1
             i += 1
             continue
         if depth and ch == depth[-1]:

@@ -54,7 +54,9 @@ from grasbot.service.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.prompt import Prompt, build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.verify import context_passages, subject_names, verify
+from grasbot.answer.verify_policy import NOT_IN_NOTES, drop_flagged, evidence_band, needs_fallback, retry_instructions
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -332,6 +334,7 @@ class Service:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reload_lock = asyncio.Lock()
         self._following: asyncio.Task[bool] | None = None
+        self._subject_cache: tuple[VaultSnapshot, frozenset[str]] | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -492,12 +495,13 @@ class Service:
                         output=[source_view(h, snap.hidden) for h in hits],
                         metadata=self._retrieval_metadata(snap, result, hits, elapsed, followup),
                     )
-            grounded = bool(result.grounded and hits)
-            sources = [source_view(h, snap.hidden) for h in hits] if grounded else []
-            trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
-            trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
+            band = evidence_band(float((result.stats or {}).get("evidence", 0.0)), bool(result.grounded), bool(hits))
+            grounded = band == "strong"  # the retrieval's verdict; the verified answer has the last word
+            given = [source_view(h, snap.hidden) for h in hits] if band != "none" else []
+            sources = given if grounded else []
+            trace.add_tags([] if hits else ["vault-miss"])
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")
-            base = self._base_body(snap, sources, grounded, trace.trace_id)
+            base = self._base_body(snap, given, grounded, trace.trace_id)
             if emit is not None:
                 await emit("sources", base)
 
@@ -511,12 +515,14 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    tentative=band == "middle",
                 )
                 if trace.enabled:
                     span.update(
                         output={"system": prompt.system, "user": prompt.user},
                         metadata={
                             "grounded": prompt.grounded,
+                            "evidence_band": band,
                             "relevant_notes": [c.hit.id for c in prompt.notes],
                             **prompt.size,
                             "history_turns": len(prompt.history),
@@ -566,19 +572,85 @@ class Service:
                             level="ERROR",
                             status_message=error.code,
                         )
-                    timings["total"] = (time.perf_counter() - begun) * 1000
-                    return Answer(error.status, {"error": error.code, "message": error.message, **base}, "", timings)
-                timings["llm"] = (time.perf_counter() - llm_started) * 1000
-                if trace.enabled:
-                    gen.update(
-                        output=generation.raw,
-                        usage_details=generation.usage() or None,
-                        metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
-                    )
-            trace.update(output={"response": generation.text, "sources_count": len(sources), "grounded": grounded})
-        self.memory.remember(session_id, question, generation.text)
+                    failed = Answer(error.status, {"error": error.code, "message": error.message, **base}, "", timings)
+                else:
+                    failed = None
+                    timings["llm"] = (time.perf_counter() - llm_started) * 1000
+                    if trace.enabled:
+                        gen.update(
+                            output=generation.raw,
+                            usage_details=generation.usage() or None,
+                            metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
+                        )
+            if failed is not None:
+                _score_grounded(trace, grounded)  # no answer to verify: the retrieval's verdict
+                timings["total"] = (time.perf_counter() - begun) * 1000
+                return failed
+            verify_started = time.perf_counter()
+            text, verification, grounded = await self._verified_answer(trace, snap, prompt, messages, generation.text)
+            timings["verify"] = (time.perf_counter() - verify_started) * 1000
+            sources = given if grounded else []
+            _score_grounded(trace, grounded)
+            if emit is not None:
+                await emit("verification", verification)
+            trace.update(output={"response": text, "sources_count": len(sources), "grounded": grounded})
+        self.memory.remember(session_id, question, text)
         timings["total"] = (time.perf_counter() - begun) * 1000
-        return Answer(200, {"response": generation.text, **base}, generation.text, timings)
+        body = {"response": text, **base, "sources": sources, "grounded": grounded, "verification": verification}
+        return Answer(200, body, text, timings)
+
+    # -- verification -------------------------------------------------------------------------------
+    def _subjects(self, snap: VaultSnapshot) -> frozenset[str]:
+        """The names the vault is about (`grasbot.answer.verify.subject_names`), once per snapshot."""
+        cached = self._subject_cache
+        if cached is None or cached[0] is not snap:
+            cached = (snap, subject_names(snap.public.values()))
+            self._subject_cache = cached
+        return cached[1]
+
+    async def _verified_answer(
+        self, trace: Any, snap: VaultSnapshot, prompt: Prompt, messages: list[dict[str, str]], draft: str
+    ) -> tuple[str, dict[str, Any], bool]:
+        """Verify `draft` against exactly the passages the model was given, apply `GRASBOT_VERIFY_POLICY`,
+        and trace it (span `verification`, score `faithfulness`, tag `unsupported-claims`). Returns the
+        answer to give, its verification (the JSON of `vaulttools verify`, plus `policy` and `removed`) and
+        the final `grounded` (docs/service.md, the decision table)."""
+        policy = self.settings.verify_policy
+        passages = context_passages(prompt.notes, snap.hidden)
+        subjects = self._subjects(snap)
+        with trace.observation("verification", input={"policy": policy, "passages": [p.id for p in passages]}) as span:
+            first = verify(draft, passages, subjects)
+            checked, text = first, draft  # `checked` is always the verification of `text`
+            retried = False
+            if policy == "retry" and first.flagged() and self.llm is not None:
+                retried = True
+                again = [*messages, {"role": "assistant", "content": draft}, {"role": "user", "content": retry_instructions(first.flagged())}]
+                try:
+                    second = await self.llm.chat(again)
+                except LLMError as error:
+                    log.warning("verification retry failed (%s): the first answer is kept, dropped", error.code)
+                else:
+                    if second.text:
+                        text, checked = second.text, verify(second.text, passages, subjects)
+            removed = [s.as_dict() for s in checked.flagged()] if policy != "flag" else []
+            if removed:
+                text = NOT_IN_NOTES if needs_fallback(checked) else (drop_flagged(text, checked) or NOT_IN_NOTES)
+                checked = verify(text, passages, subjects)  # the offsets and labels of what is given
+            grounded = checked.grounded
+            body = {**checked.as_dict(), "policy": policy, "removed": removed}
+            if retried:
+                body["retried"] = True
+            faithfulness = first.faithfulness
+            if trace.enabled:
+                span.update(
+                    output=body,
+                    metadata={"status_before_policy": first.status, "summary_before_policy": first.summary, "faithfulness": faithfulness},
+                )
+        if faithfulness is not None:
+            trace.score("faithfulness", round(faithfulness, 4), "NUMERIC")
+        if first.flagged():
+            trace.add_tags(["unsupported-claims"])
+        return text, body, grounded
 
     def _retrieval_metadata(
         self, snap: VaultSnapshot, result: SearchResult, hits: list[Hit], elapsed: float, followup: bool
@@ -727,6 +799,12 @@ class _CatchAll:
                 await _error(500, "internal_error", "internal error")(scope, receive, send)
 
 
+def _score_grounded(trace: Any, grounded: bool) -> None:
+    """The trace's `grounded` tag and score: the final verdict, after verification when there is an answer."""
+    trace.add_tags(["grounded" if grounded else "ungrounded"])
+    trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -818,7 +896,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         result = task.result()
         return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
-    @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., done | error")
+    @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., verification, done | error")
     async def ask_stream(
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None),

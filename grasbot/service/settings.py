@@ -18,6 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dotenv import dotenv_values
 
+from grasbot.answer.verify_policy import POLICIES
+
 #: Every variable the service reads, with its meaning; docs/service.md lists the same.
 ENV_VARIABLES: dict[str, str] = {
     "OLLAMA_URL": "Ollama server (default http://localhost:11434)",
@@ -46,6 +48,7 @@ ENV_VARIABLES: dict[str, str] = {
     "MEMORY_MAX_CHARS": "characters of history kept per session (default 6000)",
     "MEMORY_TTL_SECONDS": "a remembered turn older than this is forgotten (default 1800)",
     "MEMORY_MAX_SESSIONS": "sessions remembered at once; the least recent is dropped first (default 10000)",
+    "GRASBOT_VERIFY_POLICY": "what to do with unsupported sentences of an answer: flag, drop or retry (default flag)",
 }
 
 
@@ -87,6 +90,7 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    verify_policy: str = "flag"  # one of grasbot.answer.verify_policy.POLICIES
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +171,8 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        if (v := get("GRASBOT_VERIFY_POLICY")) is not None:
+            kwargs["verify_policy"] = _choice("GRASBOT_VERIFY_POLICY", v, POLICIES)
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -258,6 +264,13 @@ def _check_range(name: str, number: float, low: float | None, high: float | None
         raise ConfigError(f"{name}: must be at least {low}, got {number}")
     if high is not None and number > high:
         raise ConfigError(f"{name}: must be at most {high}, got {number}")
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    lowered = value.strip().lower()
+    if lowered not in choices:
+        raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return lowered
 
 
 def _bool(name: str, value: str) -> bool:
