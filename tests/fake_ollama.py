@@ -15,7 +15,8 @@ noticed during the scripted delays (the handler watches the socket while it wait
 `abandoned_chats`; `chats_in_progress` counts the chats still being answered.
 
 Each test scripts it (`fake.script(reply=..., delay=..., fail_status=..., empty=True, ...)`); `reply` may be a
-function of the request body, so an answer can depend on the prompt. Every request is recorded
+function of the request body, so an answer can depend on the prompt; `replies=(first, second, ...)` answers
+the chats that follow with those answers in turn (a regeneration gets the second). Every request is recorded
 (`fake.requests`, `fake.chat_prompts()`) so tests can check what the service sent.
 """
 
@@ -43,6 +44,7 @@ class Script:
     """How the fake answers the next chats."""
 
     reply: Reply = "Réponse de test."
+    replies: tuple[Reply, ...] = ()  # a script of given answers: chat n gets replies[n] (the last repeats)
     delay: float = 0.0  # seconds before the response starts
     chunk_delay: float = 0.0  # seconds between two streamed pieces
     fail_status: int | None = None  # answer this status with {"error": fail_message}
@@ -82,6 +84,7 @@ class FakeOllama(LoopbackServer):
         self.version = version
         self.requests: list[Recorded] = []
         self._script = Script()
+        self._served = 0  # chats answered since the last `script()`: the position in `Script.replies`
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.open_connections = 0  # TCP connections open now
@@ -93,16 +96,27 @@ class FakeOllama(LoopbackServer):
         """Set how the next chats are answered (fields of `Script`); unspecified fields reset to default."""
         with self._lock:
             self._script = replace(Script(), **changes)
+            self._served = 0
         return self
 
     def current(self) -> Script:
         with self._lock:
             return self._script
 
+    def next_reply(self, script: Script) -> Reply:
+        """The reply of the next chat: `reply`, or the next of `replies` (the last one repeats)."""
+        with self._lock:
+            if not script.replies:
+                return script.reply
+            served = self._served
+            self._served += 1
+            return script.replies[min(served, len(script.replies) - 1)]
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
             self._script = Script()
+            self._served = 0
 
     def chat_requests(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -269,7 +283,8 @@ class _Handler(BaseHTTPRequestHandler):
         if script.fail_status is not None:
             self._json(script.fail_status, {"error": script.fail_message})
             return
-        text = "" if script.empty else (script.reply(body) if callable(script.reply) else script.reply)
+        reply = self.owner.next_reply(script)
+        text = "" if script.empty else (reply(body) if callable(reply) else reply)
         if script.think is not None:
             text = f"<think>{script.think}</think>\n\n{text}"
         prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))

@@ -110,6 +110,8 @@ _LIGHT_WEIGHT = 0.35
 # nothing about the author, unless it reports a fact ("Je peux vous dire qu'il a appris Rust").
 _ASSISTANT = re.compile(r"[\W_]*(?:je |j'|j’|moi,|i |i'm |i am )")
 _REPORTED = re.compile(r"\b(?:qu'|qu’|que )(?:il|elle|aurele|l'auteur|son |sa |ses )")
+#: What a pointer to the site's pages names ("ses projets sont sur /portfolio"): no fact.
+_POINTER_WORDS = frozenset(key(t) for w in "projet projets competence competences parcours contact formulaire ecrire page".split() for t in tokenize(w))
 _SITE_POINTER = re.compile(r"(?<![\w/])/(?:portfolio|competences|contact)\b|https?://")
 
 
@@ -379,8 +381,9 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
     if _ASSISTANT.match(fold(text)) and not _REPORTED.search(fold(text)):
         return result("no-claim", "the assistant speaks of itself, not of the author")
     if not content and not anchors:
-        pointer = " (points to the site)" if _SITE_POINTER.search(text) else ""
-        return result("no-claim", "no factual content" + pointer)
+        return result("no-claim", "no factual content")
+    if _SITE_POINTER.search(text) and not claims.numbers and set(content) <= _POINTER_WORDS:
+        return result("no-claim", "points to the site")
     if not ctx.passages:
         return result("unsupported", "no passage was given to check it against")
     synonyms = _synonyms(content, ctx)
