@@ -219,3 +219,192 @@ def evaluate(questions: Sequence[Question], search: Callable[[str, int], Any], k
         ids = [hit.id for hit in result.hits[:keep]]
         report.items.append(ItemResult(question, ids, bool(result.grounded), elapsed))
     return report
+
+
+# -- answer items: the verifier's precision and recall per label ------------------------------------
+#: The keys of an answer item.
+_ANSWER_KEYS = ("id", "question", "context", "answer", "sentences")
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSentence:
+    text: str
+    label: str
+    start: int  # where the text is in the answer
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerItem:
+    id: str
+    question: str
+    context: tuple[str, ...]
+    answer: str
+    sentences: tuple[GoldSentence, ...]
+
+
+def is_answer_set(path: str | Path) -> bool:
+    """Whether the YAML file at `path` holds answer items (a first item with `answer:`) rather than questions."""
+    data = _read_yaml(Path(path))
+    if isinstance(data, dict):
+        data = data.get("items", data.get("questions"))
+    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "answer" in data[0]
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise QuestionSetError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionSetError(f"{path}: cannot read: {exc}") from None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise QuestionSetError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def load_answer_items(path: str | Path) -> list[AnswerItem]:
+    """Read a file of labelled answers; QuestionSetError naming the file and the item when unusable."""
+    from grasbot.answer.verify import LABELS
+
+    path = Path(path)
+    data = _read_yaml(path)
+    if isinstance(data, dict) and "items" in data:
+        data = data["items"]
+    if not isinstance(data, list) or not data:
+        raise QuestionSetError(f"{path}: expected a list of answer items (id, question, context, answer, sentences)")
+    items: list[AnswerItem] = []
+    seen: set[str] = set()
+    for position, item in enumerate(data, 1):
+        label = f"{path}: item {position}"
+        if not isinstance(item, dict):
+            raise QuestionSetError(f"{label}: expected a mapping, got {type(item).__name__}")
+        item_id = str(item.get("id", f"a{position}"))
+        label = f"{path}: item {position} (id {item_id})"
+        unknown = sorted(str(k) for k in item if k not in _ANSWER_KEYS)
+        if unknown:
+            raise QuestionSetError(f"{label}: unknown key `{unknown[0]}`; an answer item has {', '.join(f'`{k}`' for k in _ANSWER_KEYS)}")
+        if item_id in seen:
+            raise QuestionSetError(f"{label}: duplicate id")
+        seen.add(item_id)
+        answer = item.get("answer")
+        if not isinstance(answer, str) or not answer.strip():
+            raise QuestionSetError(f"{label}: `answer` must be a non-empty string")
+        context = item.get("context") or []
+        if isinstance(context, str):
+            context = [c.strip() for c in context.split(",") if c.strip()]
+        if not isinstance(context, list) or not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in context):
+            raise QuestionSetError(f"{label}: `context` must be a list of note ids")
+        raw_sentences = item.get("sentences")
+        if not isinstance(raw_sentences, list) or not raw_sentences:
+            raise QuestionSetError(f"{label}: `sentences` must be a non-empty list of {{text, label}}")
+        gold: list[GoldSentence] = []
+        cursor = 0
+        for number, sentence in enumerate(raw_sentences, 1):
+            where = f"{label}, sentence {number}"
+            if not isinstance(sentence, dict) or not isinstance(sentence.get("text"), str) or not sentence["text"].strip():
+                raise QuestionSetError(f"{where}: expected {{text, label}} with a non-empty text")
+            text, tag = sentence["text"].strip(), sentence.get("label")
+            if tag not in LABELS:
+                raise QuestionSetError(f"{where}: `label` must be one of {', '.join(LABELS)}, got {tag!r}")
+            start = answer.find(text, cursor)
+            if start < 0:
+                start = answer.find(text)
+            if start < 0:
+                raise QuestionSetError(f"{where}: the text is not in the answer: {text[:80]!r}")
+            gold.append(GoldSentence(text, tag, start, start + len(text)))
+            cursor = start + len(text)
+        question = item.get("question")
+        items.append(AnswerItem(item_id, str(question or ""), tuple(str(c) for c in context), answer, tuple(gold)))
+    return items
+
+
+@dataclass(slots=True)
+class SentenceResult:
+    item: str
+    gold: GoldSentence
+    predicted: str
+    reason: str
+
+
+@dataclass(slots=True)
+class AnswerReport:
+    sentences: list[SentenceResult] = field(default_factory=list)
+    elapsed_ms: float = 0.0  # verification time, all items
+    verified_sentences: int = 0  # sentences the verifier saw (its own split)
+
+    def summary(self) -> dict[str, Any]:
+        from grasbot.answer.verify import LABELS
+
+        per_label: dict[str, dict[str, Any]] = {}
+        for label in LABELS:
+            gold = [s for s in self.sentences if s.gold.label == label]
+            predicted = [s for s in self.sentences if s.predicted == label]
+            right = sum(1 for s in gold if s.predicted == label)
+            per_label[label] = {
+                "gold": len(gold),
+                "predicted": len(predicted),
+                "precision": round(right / len(predicted), 4) if predicted else None,
+                "recall": round(right / len(gold), 4) if gold else None,
+            }
+        flagged = ("unsupported", "wrong-citation")
+        bad = [s for s in self.sentences if s.gold.label in flagged]
+        good = [s for s in self.sentences if s.gold.label == "supported"]
+        wrong = [s for s in self.sentences if s.gold.label == "wrong-citation"]
+        abstain = [s for s in self.sentences if s.gold.label == "abstention"]
+        return {
+            "sentences": len(self.sentences),
+            "accuracy": _share([s.predicted == s.gold.label for s in self.sentences]),
+            "labels": per_label,
+            # the issue's targets
+            "flagged_recall": _share([s.predicted in flagged for s in bad]),
+            "supported_flagged": _share([s.predicted in flagged for s in good]),
+            "wrong_citation_named": _share([s.predicted == "wrong-citation" for s in wrong]),
+            "abstention_recall": _share([s.predicted == "abstention" for s in abstain]),
+            "ms_per_sentence": round(self.elapsed_ms / self.verified_sentences, 4) if self.verified_sentences else None,
+        }
+
+    def misses(self) -> list[SentenceResult]:
+        return [s for s in self.sentences if s.predicted != s.gold.label]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary(),
+            "items": [
+                {"item": s.item, "text": s.gold.text, "label": s.gold.label, "predicted": s.predicted, "reason": s.reason}
+                for s in self.sentences
+            ],
+        }
+
+
+def unknown_context(items: Sequence[AnswerItem], known: set[str]) -> list[tuple[AnswerItem, str]]:
+    """(item, id) for every context id that is no public note of the vault."""
+    return [(item, c) for item in items for c in item.context if c not in known]
+
+
+def evaluate_answers(items: Sequence[AnswerItem], passages_of: Callable[[Sequence[str]], Any], subjects: Any = ()) -> AnswerReport:
+    """Verify every item's answer against the passages of its context (`passages_of(ids)`), and match each
+    gold sentence to the verifier's sentence that overlaps it most (the two splits may differ)."""
+    from grasbot.answer.verify import verify
+
+    report = AnswerReport()
+    for item in items:
+        passages = passages_of(item.context)
+        started = time.perf_counter()
+        result = verify(item.answer, passages, subjects)
+        report.elapsed_ms += (time.perf_counter() - started) * 1000.0
+        report.verified_sentences += len(result.sentences)
+        for gold in item.sentences:
+            best, overlap = None, 0
+            for check in result.sentences:
+                shared = min(gold.end, check.end) - max(gold.start, check.start)
+                if shared > overlap:
+                    best, overlap = check, shared
+            if best is None:
+                report.sentences.append(SentenceResult(item.id, gold, "missing", "no sentence of the verifier covers it"))
+            else:
+                report.sentences.append(SentenceResult(item.id, gold, best.label, best.reason))
+    return report

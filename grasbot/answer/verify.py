@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from grasbot.answer.verify_claims import Claims, Number, claims_of, facts_of, key, negated, normalise_phrase, plain_text
+from grasbot.answer.verify_claims import (
+    KEY_LENGTH, Claims, Number, claims_of, facts_of, key, negated, negated_keys, normalise_phrase, passage_text, plain_text,
+)  # fmt: skip
 from grasbot.answer.context import ContextNote
 from grasbot.answer.prompt import redact_hidden_links
 from grasbot.answer.verify_sentences import ABSTENTION, Sentence, split_sentences
@@ -61,13 +63,13 @@ CLOSEST_COVERAGE = 0.34
 # the speaker's knowledge, so that a factual negative ("il n'a jamais écrit de code unsafe") is not one.
 _ABSTAIN = re.compile(
     r"je ne trouve pas cette information|non precise(?:e|s|es)? dans (?:les|ses|mes|ces) notes"
-    r"|(?:les|ses|mes|ces) notes ne (?:\w+ ){0,2}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|compren|renseign|permett|fourniss|traite|cite)\w*"
-    r"|(?:les|ses|mes|ces) notes n'(?:en |y )?(?:\w+ ){0,1}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|apport|ont|offr)\w*"
+    r"|(?:les|ses|mes|ces) notes(?: \w+)? ne (?:\w+ ){0,2}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|compren|renseign|permett|fourniss|traite|cite)\w*"
+    r"|(?:les|ses|mes|ces) notes(?: \w+)? n'(?:en |y )?(?:\w+ ){0,1}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|apport|ont|offr)\w*"
     r"|(?:n'est|ne figure|n'apparait|n'y figure|ne se trouve) (?:pas|nulle part)(?: \w+){0,3} dans (?:les|ses|mes|ces) notes"
     r"|(?:pas|aucune?) (?:\w+ ){0,3}?dans (?:les|ses|mes|ces) notes|n'est pas (?:precise|indique|mentionne|documente|renseigne)"
     r"|je n'ai (?:pas|aucune) (?:d'|de |cette |l')?(?:information|info|element|donnee|detail|reponse|trace|mention)"
     r"|je ne (?:sais|connais|dispose|peux) (?:pas|d'aucune|de rien)|je ne (?:trouve|vois) (?:pas|rien|aucune?)"
-    r"|aucune (?:information|mention|precision|donnee|indication|trace|note) (?:\w+ ){0,3}?(?:ne |n')?(?:sur|concern|a ce sujet|precis|dans|ne|n'|mention|indiqu|permet|fourni|disponible)"
+    r"|aucune (?:information|mention|precision|indication|note) (?:\w+ ){0,3}?(?:ne |n')?(?:sur|concern|a ce sujet|precis|dans|ne|n'|mention|indiqu|permet|fourni|disponible)"
     r"|(?:information|reponse|detail|precision)s? (?:n'est|ne sont|ne figure|ne figurent|n'apparait|n'apparaissent|manque|absente?) "
     r"|not (?:in|mentioned in|stated in|covered by) (?:my|the|his|these) notes|(?:the|my|his) notes do(?:n't| not)"
     r"|i (?:don't|do not|cannot|can't) (?:know|find|tell)|no information (?:about|on)|i could not find"
@@ -91,7 +93,7 @@ _DISCOURSE = frozenset(
     quelques principal principaux principale principales different differents differentes divers diverses
     plusieurs certains nombreux nombreuses type genre domaine cas maniere facon niveau partie cadre
     environ pres quasiment actuellement aujourd exemple journee soiree continuation semaine week-end
-    revoir disposition plaisir
+    revoir disposition plaisir element elements
     """.split()
     for t in tokenize(word)
 )
@@ -110,6 +112,16 @@ _LIGHT_WEIGHT = 0.35
 # nothing about the author, unless it reports a fact ("Je peux vous dire qu'il a appris Rust").
 _ASSISTANT = re.compile(r"[\W_]*(?:je |j'|j’|moi,|i |i'm |i am )")
 _REPORTED = re.compile(r"\b(?:qu'|qu’|que )(?:il|elle|aurele|l'auteur|son |sa |ses )")
+# A sentence that ends with a colon introduces a list or a quote: its facts are in what follows.
+_LEAD_IN = re.compile(r":\s*[*_]*\s*$")
+# Addressed to the visitor: "Vous pouvez lui écrire depuis /contact", "N'hésitez pas à consulter /portfolio".
+_ADDRESSED = re.compile(r"[\W_]*(?:vous |n'hesitez|n’hesitez|pour (?:en savoir|plus|le contacter|lui ecrire|toute)|consultez|retrouvez|voyez|ecrivez|contactez)")
+#: Words of judgement: a sentence made of one of them and at most one other word states no fact.
+_EVALUATIVE = frozenset(
+    key(t)
+    for w in "remarquable remarquables interessant interessante impressionnant impressionnante passionnant passionnante riche solide atypique original originale bel belle beau".split()
+    for t in tokenize(w)
+)
 #: What a pointer to the site's pages names ("ses projets sont sur /portfolio"): no fact.
 _POINTER_WORDS = frozenset(key(t) for w in "projet projets competence competences parcours contact formulaire ecrire page".split() for t in tokenize(w))
 _SITE_POINTER = re.compile(r"(?<![\w/])/(?:portfolio|competences|contact)\b|https?://")
@@ -191,25 +203,34 @@ class Verification:
 # -- the passages, read once ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Unit:
+    """One sentence, list item or heading of a passage."""
+
     text: str
     keys: frozenset[str]
     words: frozenset[str]  # folded words (names are looked up here)
     numbers: tuple[Number, ...]
     months: frozenset[str]
-    negated: bool
+    denied: frozenset[str]  # content keys of its clauses that deny something
+    negated: bool  # holds any negation, `sans` included
+    heading: int  # its level when it is a heading (`## Résultats`: 2), else 0
 
 
 @dataclass(frozen=True, slots=True)
 class _Window:
-    """One or two consecutive sentences of a passage, with its title: where a sentence's evidence is."""
+    """One or two consecutive sentences of a passage, read with its title and the headings above them:
+    where the evidence of a sentence is looked for."""
 
     text: str
     keys: frozenset[str]
+    own: frozenset[str]  # the keys of its sentences, without the title's and headings'
+    prefixes: frozenset[str]  # every 4- to KEY_LENGTH-1-letter head of its keys (derivations, see `_covered`)
     words: frozenset[str]
     numbers: tuple[Number, ...]
     months: frozenset[str]
-    negated: bool  # the sentences themselves (not the title) hold a negation
+    denied: frozenset[str]  # of the sentences themselves, not of the headings
+    negated: bool  # one of its sentences holds a negation, `sans` included
     size: int
+    parts: tuple[_Unit, ...]  # its sentences, when it has two (a pair must use both)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +244,15 @@ class _Context:
 
 
 _CAPITALISED = re.compile(r"(?<=[a-zà-ÿ0-9,;:)] )([A-ZÀ-Ý][\w-]+)")
+_HEADING_LINE = re.compile(r"\s*(#{1,6})\s")
+_MIN_PREFIX = 4
 
 
-def _unit(text: str) -> _Unit:
-    plain = plain_text(text)
+def _unit(text: str, heading: int = 0) -> _Unit:
+    plain = plain_text(passage_text(text))
     numbers, months, words = facts_of(plain)
-    return _Unit(text, frozenset(key(t) for t in tokenize(plain)), words, numbers, months, negated(plain))
+    keys = frozenset(key(t) for t in tokenize(plain))
+    return _Unit(text, keys, words, numbers, months, negated_keys(plain), negated(plain), heading)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +263,6 @@ class _Read:
     phrase: str
     capitalised: frozenset[str]
     keys: frozenset[str]
-    words: frozenset[str]
 
 
 @lru_cache(maxsize=512)
@@ -247,30 +270,48 @@ def _read_passage(title: str, text: str) -> _Read:
     """A passage read for matching. Cached: a service verifies against the same notes again and again,
     and reading is most of the cost of a verification (benchmarks/bench_verify.py)."""
     head = _unit(title)
-    body = [_unit(s.text) for s in split_sentences(text)]
+    body: list[_Unit] = []
+    for sentence in split_sentences(text):
+        # the splitter took the `#` marks off; the heading level is read from the line
+        marks = _HEADING_LINE.match(text, text.rfind("\n", 0, sentence.start) + 1)
+        body.append(_unit(sentence.text, len(marks.group(1)) if marks and marks.end() <= sentence.start + 1 else 0))
     keys = head.keys.union(*(u.keys for u in body))
-    words = head.words.union(*(u.words for u in body))
-    capitalised = frozenset(fold(m) for m in _CAPITALISED.findall(text))
-    return _Read(tuple(_windows(head, body)), normalise_phrase(title + " \n " + text), capitalised, keys, words)
+    capitalised = frozenset(fold(m) for m in _CAPITALISED.findall(passage_text(text)))
+    return _Read(tuple(_windows(head, body)), normalise_phrase(passage_text(title + " \n " + text)), capitalised, keys)
+
+
+def _prefixes(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset(k[:n] for k in keys for n in range(_MIN_PREFIX, min(len(k), KEY_LENGTH)))
 
 
 def _windows(title: _Unit, body: list[_Unit]) -> list[_Window]:
     out = []
-    for i in range(len(body)):
+    headings: dict[int, _Unit] = {}  # the current heading of each level
+    for i, unit in enumerate(body):
+        if unit.heading:
+            headings = {lvl: h for lvl, h in headings.items() if lvl < unit.heading}
+            headings[unit.heading] = unit
+            continue  # a heading is read as the context of the sentences under it, never as evidence alone
+        context = (title, *headings.values())
         for size in (1, 2):
             part = body[i : i + size]
-            if len(part) < size:
-                continue
-            units = (title, *part)
+            if len(part) < size or (size == 2 and part[1].heading):
+                continue  # a heading opens what follows it, it does not end what precedes
+            units = (*context, *part)
+            keys = frozenset().union(*(u.keys for u in units))
             out.append(
                 _Window(
                     " ".join(u.text for u in part),
-                    frozenset().union(*(u.keys for u in units)),
+                    keys,
+                    frozenset().union(*(u.keys for u in part)),
+                    _prefixes(keys),
                     frozenset().union(*(u.words for u in units)),
                     tuple(n for u in units for n in u.numbers),
                     frozenset().union(*(u.months for u in units)),
+                    frozenset().union(*(u.denied for u in part)),
                     any(u.negated for u in part),
                     size,
+                    tuple(part) if size > 1 else (),
                 )
             )
     return out
@@ -279,12 +320,9 @@ def _windows(title: _Unit, body: list[_Unit]) -> list[_Window]:
 def _read_context(passages: Sequence[Passage], subjects: Iterable[str]) -> _Context:
     reads = [_read_passage(p.title, p.text) for p in passages]
     windows = [(p, w) for p, read in enumerate(reads) for w in read.windows]
-    capitalised = frozenset().union(*(r.capitalised for r in reads))
-    # a name most passages share (the vault's subject, "Aurèle") may be left out of any one window
-    shared = {w for w in capitalised if len(reads) >= 2 and sum(w in r.words for r in reads) * 2 > len(reads)}
     return _Context(
         tuple(passages), tuple(windows), tuple(r.phrase for r in reads), frozenset().union(*(r.keys for r in reads)),
-        capitalised, frozenset(shared) | frozenset(fold(s) for s in subjects),
+        frozenset().union(*(r.capitalised for r in reads)), frozenset(fold(s) for s in subjects),
     )  # fmt: skip
 
 
@@ -296,6 +334,15 @@ def is_abstention(text: str) -> bool:
 
 def _weight(k: str) -> float:
     return _LIGHT_WEIGHT if k in _LIGHT else 1.0
+
+
+#: A content word met only as a derivation (`passe`/`passage`: one key the head of the other) or through
+#: a lexicon synonym counts this much of a match.
+_LOOSE_MATCH = 0.8
+_SYNONYM_MATCH = 0.7
+#: A content word found only in the passage's title or in a heading above the evidence: the passage is
+#: about it, the sentence does not say it.
+_CONTEXT_MATCH = 1.0
 
 
 @dataclass(slots=True)
@@ -317,17 +364,37 @@ def _number_in(number: Number, numbers: Iterable[Number]) -> bool:
     return False
 
 
-def _missing(claims: Claims, window: _Window, phrase: str, ctx: _Context) -> list[str]:
-    """The sentence's anchors that `window` does not hold, as written in the sentence."""
+def _missing(claims: Claims, content: Sequence[str], window: _Window, phrase: str, ctx: _Context) -> list[str]:
+    """The sentence's anchors that `window` does not hold, as written in the sentence (and "a negation"
+    when one side denies what the other states)."""
     missing = [n.label() for n in claims.numbers if not _number_in(n, window.numbers)]
     missing.extend(m for m in claims.months if m not in window.months)
     for name in claims.names:
         if not all(w in window.words or w in ctx.subjects for w in re.findall(r"[^\W_]+", name)):
             missing.append(name)
     missing.extend(f"«{q}»" for q in claims.quotes if q not in phrase)
-    if claims.negated and not window.negated:
+    if claims.denied and not window.negated:
         missing.append("a negation")
+    elif window.denied and not claims.denied:
+        denied = sum(1 for k in content if k in window.denied)
+        if denied >= 2 and denied * 2 >= len(content):
+            missing.append("the evidence denies it")
     return missing
+
+
+def _covered(k: str, window: _Window, alternatives: frozenset[str]) -> float:
+    """How much content key `k` is matched in `window`: 1 as is, `_LOOSE_MATCH` as a derivation (one of
+    the two keys is the head of the other), `_SYNONYM_MATCH` through a lexicon synonym."""
+    keys = window.keys
+    if k in window.own:
+        return 1.0
+    if k in keys:
+        return _CONTEXT_MATCH
+    if len(k) >= _MIN_PREFIX and (k in window.prefixes or any(k[:n] in keys for n in range(_MIN_PREFIX, len(k)))):
+        return _LOOSE_MATCH
+    if alternatives and not alternatives.isdisjoint(keys):
+        return _SYNONYM_MATCH
+    return 0.0
 
 
 def _best(
@@ -335,24 +402,37 @@ def _best(
     only: Sequence[int] | None = None, prefer: Sequence[int] = (),
 ) -> _Match | None:  # fmt: skip
     """The best window for a sentence: anchored first, then by coverage, then a passage it cites, then
-    the shorter window, then the earliest."""
+    the shorter window, then the earliest. Coverage counts each anchor as one word, matched when present
+    (a sentence made of figures is carried by its figures), and the content words by `_covered`."""
     weights = [(k, _weight(k), synonyms.get(k, frozenset())) for k in content]
-    total = sum(w for _, w, _ in weights)
+    anchors = len(claims.numbers) + len(claims.months) + len(claims.names) + len(claims.quotes)
+    total = sum(w for _, w, _ in weights) + anchors
     best: _Match | None = None
     best_rank: tuple[bool, float, bool, int] | None = None
     for p, window in ctx.windows:
         if only is not None and p not in only:
             continue
-        wkeys = window.keys
-        got = sum(w for k, w, alt in weights if k in wkeys or (alt and not alt.isdisjoint(wkeys)))
-        coverage = round(got / total, 6) if total else 1.0
-        if best_rank is not None and best_rank[0] and coverage <= best_rank[1]:
+        if window.parts and not all(_contributes(part, content, claims) for part in window.parts):
+            continue  # a pair of sentences is evidence only when the sentence needs both of them
+        got = sum(w * _covered(k, window, alt) for k, w, alt in weights)
+        if best_rank is not None and best_rank[0] and (got + anchors) / total <= best_rank[1]:
             continue  # cannot beat an anchored window that covers at least as much
-        missing = _missing(claims, window, ctx.phrases[p], ctx)
+        missing = _missing(claims, content, window, ctx.phrases[p], ctx)
+        coverage = round((got + anchors - _anchor_misses(missing)) / total, 6) if total else 1.0
         rank = (not missing, coverage, p in prefer, -window.size)
         if best_rank is None or rank > best_rank:
             best, best_rank = _Match(coverage, missing, p, window), rank
     return best
+
+
+def _contributes(unit: _Unit, content: Sequence[str], claims: Claims) -> bool:
+    """Whether `unit` holds a content word or a name of the sentence (a number alone does not make a
+    neighbouring sentence part of the evidence: "son premier contact" is not "classé premier")."""
+    return any(k in unit.keys for k in content) or any(n in unit.words for n in claims.names)
+
+
+def _anchor_misses(missing: Sequence[str]) -> int:
+    return sum(1 for m in missing if m not in ("a negation", "the evidence denies it"))
 
 
 def _synonyms(content: Sequence[str], ctx: _Context) -> dict[str, frozenset[str]]:
@@ -382,8 +462,12 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
         return result("no-claim", "the assistant speaks of itself, not of the author")
     if not content and not anchors:
         return result("no-claim", "no factual content")
-    if _SITE_POINTER.search(text) and not claims.numbers and set(content) <= _POINTER_WORDS:
+    if _LEAD_IN.search(text) and not claims.numbers:
+        return result("no-claim", "introduces what follows")
+    if _SITE_POINTER.search(text) and not claims.numbers and (set(content) <= _POINTER_WORDS or _ADDRESSED.match(fold(text))):
         return result("no-claim", "points to the site")
+    if len(content) <= 1 and not anchors and not _EVALUATIVE.isdisjoint(claims.keys):
+        return result("no-claim", "an opinion, no fact")
     if not ctx.passages:
         return result("unsupported", "no passage was given to check it against")
     synonyms = _synonyms(content, ctx)

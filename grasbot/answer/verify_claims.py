@@ -24,7 +24,7 @@ from functools import lru_cache
 from grasbot.answer.verify_sentences import strip_citations
 from grasbot.search.tokenize import STOP_WORDS, fold, tokenize
 
-__all__ = ["KEY_LENGTH", "Claims", "MONTHS", "Number", "claims_of", "facts_of", "key", "negated", "normalise_phrase", "plain_text", "quotes_of", "words_of"]
+__all__ = ["KEY_LENGTH", "Claims", "MONTHS", "Number", "claims_of", "facts_of", "key", "negated", "negated_keys", "normalise_phrase", "passage_text", "plain_text", "quotes_of", "words_of"]
 
 #: Content words are compared on this many leading characters of their stem (see the module docstring).
 KEY_LENGTH = 7
@@ -35,6 +35,10 @@ MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "june": 6, "july": 7, "august": 8,
     "september": 9, "october": 10, "november": 11, "december": 12,
 }  # fmt: skip
+
+#: Days of the week: dates, checked exactly like months ("le samedi matin" is not "le dimanche matin").
+DAYS = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche",
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")  # fmt: skip
 
 _UNITS = {
     "h": "h", "heure": "h", "heures": "h", "hour": "h", "hours": "h",
@@ -60,7 +64,7 @@ _WORD_NUMBERS = {
     "dizaine": 10, "douzaine": 12, "quinzaine": 15, "vingtaine": 20, "trentaine": 30, "quarantaine": 40,
     "cinquantaine": 50, "soixantaine": 60, "centaine": 100, "two": 2, "three": 3, "four": 4, "five": 5,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12, "twenty": 20, "hundred": 100,
-    "deuxieme": 2, "troisieme": 3, "quatrieme": 4, "cinquieme": 5, "dizaines": 10, "centaines": 100,
+    "premier": 1, "premiere": 1, "deuxieme": 2, "troisieme": 3, "quatrieme": 4, "cinquieme": 5, "dizaines": 10, "centaines": 100,
 }  # fmt: skip
 # `un`/`une`/`one` are articles far more often than numbers: only before a multiplier ("un million").
 _ARTICLE_ONE = {"un", "une", "one"}
@@ -78,7 +82,12 @@ _QUOTE = re.compile(r"«\s*([^«»]{2,300}?)\s*»|“([^“”]{2,300}?)”|\"([
 _CODE = re.compile(r"`([^`\n]{1,80})`")
 _PATH = re.compile(r"(?<![\w/])/[a-z][\w-]*(?:/[\w-]+)*")
 _URL = re.compile(r"https?://\S+|\b[\w-]+\.(?:dev|com|fr|org|net|io)\b\S*")
-_NEGATION = re.compile(r"\b(?:ne|n'|n’)\s*(?:\w+\s+){0,3}?(?:pas|jamais|aucun|aucune|rien|plus|guere|nullement)\b|\b(?:jamais|aucun|aucune|sans)\b|\bnot\b|\bnever\b|\bno\b")
+# "ne ... plus que" restricts ("ne prend plus que six minutes"), it does not deny.
+_NEGATION = re.compile(
+    r"\b(?:ne|n'|n’)\s*(?:\w+\s+){0,3}?(?:pas|jamais|aucun|aucune|rien|plus(?!\s+(?:que|qu['’]))|guere|nullement)\b"
+    r"|\b(?:jamais|aucun|aucune|sans|nul|nulle)\b|\bnot\b|\bnever\b|\bno\b"
+)
+_CLAUSE = re.compile(r"[^,;:.!?()\[\]«»]+")  # (a line break inside a clause is a wrapped line)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -125,8 +134,16 @@ def _unit_after(text: str, end: int) -> tuple[str, int]:
     return word, match.end()
 
 
+_TIME_OF_DAY = re.compile(r"(?<![\w.,])(\d{1,2})[ \u00a0\u202f]?h[ \u00a0\u202f]?(\d{2})(?!\d)")
+
+
 def _numbers(text: str) -> list[Number]:
     found: list[Number] = []
+    # "08 h 30", "6h30": a time of day, not a duration of 8 hours and a number 30
+    for match in _TIME_OF_DAY.finditer(text):
+        found.append(Number(f"{int(match.group(1))}:{match.group(2)}", "time", match.group(0)))
+    if found:
+        text = _TIME_OF_DAY.sub(lambda m: " " * len(m.group(0)), text)
     for match in _NUMBER.finditer(text):
         v, digits, rest, suffix = match.group(1), match.group(2), match.group(3), match.group(4)
         digits = re.sub(r"[ \u00a0\u202f]", "", digits)
@@ -183,7 +200,7 @@ def _numbers(text: str) -> list[Number]:
 def facts_of(text: str) -> tuple[tuple[Number, ...], frozenset[str], frozenset[str]]:
     """The numbers, months and folded words (`words_of`) of a passage's sentence, already `plain_text`."""
     words = words_of(text)
-    return tuple(dict.fromkeys(_numbers(text))), frozenset(w for w in words if w in MONTHS), words
+    return tuple(dict.fromkeys(_numbers(text))), frozenset(w for w in words if w in MONTHS or w in DAYS), words
 
 
 def words_of(text: str) -> frozenset[str]:
@@ -220,16 +237,33 @@ def negated(text: str) -> bool:
     return _NEGATION.search(fold(text)) is not None
 
 
+# The negations that deny a statement; `sans` ("sans connexion") qualifies one instead.
+_DENIAL = re.compile(
+    r"\b(?:ne|n'|n’)\s*(?:\w+\s+){0,3}?(?:pas|jamais|aucun|aucune|rien|plus(?!\s+(?:que|qu['’]))|guere|nullement)\b"
+    r"|\b(?:jamais|aucun|aucune|nul|nulle)\b|\bnot\b|\bnever\b"
+)
+
+
+def negated_keys(text: str) -> frozenset[str]:
+    """The content keys of the clauses of `text` that deny something (`ne ... pas`, `aucun`, `jamais`;
+    not `sans`): what the text says is not so."""
+    out: set[str] = set()
+    for clause in _CLAUSE.findall(fold(text)):
+        if _DENIAL.search(clause) is not None:
+            out.update(key(t) for t in tokenize(clause))
+    return frozenset(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Claims:
     """What a sentence says: its anchors (exact) and its content keys (by stem)."""
 
     numbers: tuple[Number, ...]
-    months: tuple[str, ...]
+    months: tuple[str, ...]  # and days of the week
     names: tuple[str, ...]  # folded names, acronyms, identifiers and inline code
     quotes: tuple[str, ...]
     keys: tuple[str, ...]  # content keys, in order, deduplicated
-    negated: bool
+    denied: frozenset[str]  # content keys of its negated clauses (empty: no negation)
 
 
 def _is_name(word: str, first: bool, capitalised: frozenset[str]) -> bool:
@@ -257,6 +291,19 @@ def _spell_date(match: re.Match[str]) -> str:
     if not 1 <= month <= 12:
         return match.group(0)
     return f"{int(match.group(3))} {_MONTH_NAMES[month]} {match.group(1)}"
+
+
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
+_MDLINK = re.compile(r"!?\[([^\[\]]*)\]\([^()]*\)")
+
+
+def passage_text(text: str) -> str:
+    """A note's text as a reader sees it: `[[target|shown]]` is `shown`, `[[optimiseur-tournees]]` is
+    `optimiseur tournees`, `[text](url)` is `text` (in an answer, `[[id]]` is a citation instead)."""
+    if "[" not in text:
+        return text
+    text = _WIKILINK.sub(lambda m: m.group(2) if m.group(2) else m.group(1).replace("-", " ").replace("_", " "), text)
+    return _MDLINK.sub(lambda m: m.group(1), text)
 
 
 def plain_text(text: str) -> str:
@@ -288,7 +335,7 @@ def claims_of(text: str, capitalised: frozenset[str] = frozenset()) -> Claims:
             folded = fold(part)
             if after_number and (folded in _UNITS or folded in _MULTIPLIERS):
                 pass  # "1,2 Go", "40 Mo": a unit, not the Go language
-            elif folded in MONTHS and (folded != "mai" or not part.isupper()):
+            elif (folded in MONTHS and (folded != "mai" or not part.isupper())) or folded in DAYS:
                 months.append(folded)
             elif _is_name(part, first, capitalised):
                 names.append(folded)
@@ -303,10 +350,13 @@ def claims_of(text: str, capitalised: frozenset[str] = frozenset()) -> Claims:
         if k not in seen:
             seen.add(k)
             keys.append(k)
-    return Claims(numbers, tuple(dict.fromkeys(months)), tuple(dict.fromkeys(names)), quotes, tuple(keys), negated(text))
+    denied = negated_keys(text) if negated(text) else frozenset()
+    if negated(text) and not denied:
+        denied = frozenset({"\0"})  # a negation with no content word of its own ("pas du tout") still counts
+    return Claims(numbers, tuple(dict.fromkeys(months)), tuple(dict.fromkeys(names)), quotes, tuple(keys), denied)
 
 
 #: Tokens of months, number words and units: anchors, so not content words too.
 _ANCHOR_TOKENS = frozenset(
-    t for word in (*MONTHS, *_WORD_NUMBERS, *_MULTIPLIERS, *_UNITS) for t in tokenize(word)
+    t for word in (*MONTHS, *DAYS, *_WORD_NUMBERS, *_MULTIPLIERS, *_UNITS) for t in tokenize(word)
 )

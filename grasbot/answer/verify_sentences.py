@@ -43,7 +43,7 @@ _CITATION = re.compile(r"\[\[([^\[\]|#]+)(?:[#|][^\[\]]*)?\]\]|\[([^\[\]\n]{1,20
 _ID_CHARS = re.compile(r"^[\w][\w.:/@-]*$")
 _OPENERS = {"(": ")", "[": "]", "«": "»", "“": "”"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
-_ENDS = ".!?…"
+_ENDS = ".!?…:"  # a colon ends a sentence only before a capital (see `_is_boundary`)
 _TRAILING = "»”\"')]*_"  # what may follow an end mark and still belong to the sentence
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+|[ \t]*#{1,6}[ \t]+|[ \t]*>[ \t]*")
 
@@ -108,6 +108,9 @@ def _is_boundary(text: str, mark_at: int, nxt: int) -> bool:
     mark = text[mark_at]
     if mark in "!?…":
         return True
+    if mark == ":":
+        # "En résumé : Il a..." ends a lead-in; "Il résume : « ... »" and "Rust : tokio" do not
+        return follower.isupper() and mark_at > 0 and text[mark_at - 1] in " \u00a0\u202f"
     word = _word_before(text, mark_at)
     bare = fold(word.strip(".-'’"))
     if bare in _ABBREVIATIONS or "." in word.strip("."):

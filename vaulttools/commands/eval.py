@@ -1,4 +1,5 @@
-"""`vaulttools eval`: run a question set against a vault and report retrieval quality and speed."""
+"""`vaulttools eval`: run a question set against a vault and report retrieval quality and speed; or run a
+set of labelled answers through the verifier and report its precision and recall per label."""
 
 from __future__ import annotations
 
@@ -9,19 +10,28 @@ import sys
 from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
 
 NAME = "eval"
-HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection)"
+HELP = (
+    "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection), or the answer "
+    "verifier on labelled answers (precision and recall per label)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
-    parser.add_argument("file", metavar="FILE.yaml", help="the question set (items: id, q, expect, grounded, kind)")
+    parser.add_argument(
+        "file",
+        metavar="FILE.yaml",
+        help="the question set (items: id, q, expect, grounded, kind) or labelled answers (id, question, context, answer, sentences)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
+    from vaulttools.evaluation import QuestionSetError, evaluate, is_answer_set, load_questions, unknown_expectations
 
     try:
+        if is_answer_set(args.file):
+            return _run_answers(args)
         questions = load_questions(args.file)
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
@@ -89,4 +99,70 @@ def run(args: argparse.Namespace) -> int:
             if item.grounded != item.question.grounded:
                 what.append(f"grounded {str(item.grounded).lower()}, expected {str(item.question.grounded).lower()}")
             console.print(f"  {item.question.id}: {item.question.q!r}: " + "; ".join(what), markup=False, highlight=False)
+    return 0
+
+
+def _run_answers(args: argparse.Namespace) -> int:
+    """Labelled answers: verify each against its context notes, report per label."""
+    from grasbot.answer.prompt import hidden_names, is_servable
+    from grasbot.answer.verify import LABELS, note_passage, subject_names
+    from vaulttools.commands._common import load_vault
+    from vaulttools.evaluation import QuestionSetError, evaluate_answers, load_answer_items, unknown_context
+
+    try:
+        items = load_answer_items(args.file)
+    except QuestionSetError as exc:
+        raise CliError(str(exc)) from None
+    root = vault_path(args)
+    vault = load_vault(root)
+    public = {note.id: note for note in vault.notes.values() if is_servable(note)}
+    if not public:
+        raise CliError(f"no public note in {root}: nothing to verify against")
+    unknown = unknown_context(items, set(public))
+    if unknown:
+        item, note = unknown[0]
+        raise CliError(f"{args.file}: item {item.id}: context names `{note}`, which is no public note of {root}")
+    hidden = hidden_names(vault.notes.values())
+    passages = {note_id: note_passage(note, hidden) for note_id, note in public.items()}
+    subjects = subject_names(public.values())
+    report = evaluate_answers(items, lambda ids: [passages[i] for i in ids], subjects)
+    summary = report.summary()
+
+    if args.json:
+        json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def fmt(value: object) -> str:
+        return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+    console = Console()
+    console.print(f"[bold]{escape(str(args.file))}[/bold] on {escape(str(root))}: {len(items)} answers, {summary['sentences']} sentences")
+    table = Table(show_header=True)
+    for name in ("label", "gold", "predicted", "precision", "recall"):
+        table.add_column(name, justify="right" if name != "label" else "left")
+    for label in LABELS:
+        m = summary["labels"][label]
+        table.add_row(label, str(m["gold"]), str(m["predicted"]), fmt(m["precision"]), fmt(m["recall"]))
+    console.print(table)
+    console.print(
+        f"unsupported + wrong-citation flagged: {fmt(summary['flagged_recall'])}; supported flagged: "
+        f"{fmt(summary['supported_flagged'])}; wrong-citation named: {fmt(summary['wrong_citation_named'])}; "
+        f"abstention recognised: {fmt(summary['abstention_recall'])}; accuracy {fmt(summary['accuracy'])}; "
+        f"{fmt(summary['ms_per_sentence'])} ms per sentence",
+        highlight=False,
+    )
+    misses = report.misses()
+    if misses:
+        console.print("[bold]misses[/bold] (gold -> predicted):")
+        for miss in misses:
+            console.print(
+                f"  {miss.item}: {miss.gold.label} -> {miss.predicted}: {miss.gold.text!r} ({miss.reason})",
+                markup=False,
+                highlight=False,
+            )
     return 0
