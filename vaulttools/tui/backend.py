@@ -594,6 +594,30 @@ class Backend:
         )
         return Preview(q, result.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
 
+    def verify_answer(self, answer: str, ids: Sequence[str]) -> Any:
+        """Check `answer` sentence by sentence against the notes `ids` (the preview's, in rank order):
+        the verifier the API runs after each generation (`grasbot.answer.verify`), as `vaulttools verify`
+        runs it. Returns a `Verification`; BackendError when a note is gone or not public."""
+        from grasbot.answer.prompt import hidden_names, is_servable
+        from grasbot.answer.verify import note_passage, subject_names, verify
+
+        vault = self.vault
+        if vault is None:
+            raise BackendError("the vault is not loaded yet")
+        live = self.live
+        lock = live.lock if live is not None else threading.RLock()
+        with lock:
+            notes = list(vault.notes.values())
+        by_id = {n.id: n for n in notes if is_servable(n)}
+        hidden = hidden_names(notes)
+        passages = []
+        for note_id in ids:
+            note = by_id.get(note_id)
+            if note is None:
+                raise BackendError(f"`{note_id}` is no public note any more: ask the question again")
+            passages.append(note_passage(note, hidden))
+        return verify(answer, passages, subject_names(by_id.values()))
+
     def summary(self) -> Summary:
         live = self.live
         lock = live.lock if live is not None else threading.RLock()

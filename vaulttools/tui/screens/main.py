@@ -174,6 +174,7 @@ class MainScreen(Screen[None]):
     # the question) still gets these letters: Textual leaves out the bindings of keys an Input consumes.
     BINDINGS = [
         Binding("slash", "ask", "Ask", priority=True),
+        Binding("c", "check_answer", "Check an answer", show=False, priority=True),
         Binding("p", "problems", "Problems", priority=True),
         Binding("x", "fix", "Fix", priority=True),
         Binding("n", "new_note", "New", priority=True),
@@ -680,6 +681,16 @@ class MainScreen(Screen[None]):
     def action_ask(self) -> None:
         self.query_one(TabbedContent).active = "tab-ask"
         self.set_focus(self.query_one("#question", Input))
+
+    def action_check_answer(self) -> None:
+        """Open the answer check on the notes the preview's question retrieves."""
+        preview = self.query_one(QuestionPreview).preview
+        if preview is None or not preview.rows:
+            self._tell("Ask a question first (/): a pasted answer is checked against the notes it retrieves.", severity="warning")
+            return
+        from vaulttools.tui.screens.verify import VerifyScreen
+
+        self.app.push_screen(VerifyScreen(self.backend, preview.query, tuple(r.id for r in preview.rows)))
 
     def action_filter(self) -> None:
         # now, not after a refresh (`Widget.focus`): the keys typed right after `f` are the filter's
