@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from grasbot.answer.verify_claims import (
-    KEY_LENGTH, Claims, Number, claims_of, facts_of, key, negated, negated_keys, normalise_phrase, passage_text, plain_text,
+    KEY_LENGTH, Claims, Number, claims_of, facts_of, fold_text, key, negated, negated_keys, normalise_phrase, passage_text, plain_text,
 )  # fmt: skip
 from grasbot.answer.context import ContextNote
 from grasbot.answer.prompt import redact_hidden_links
@@ -209,6 +209,7 @@ class _Unit:
 
     text: str
     keys: frozenset[str]
+    prefixes: frozenset[str]  # every 4- to KEY_LENGTH-1-letter head of its keys
     words: frozenset[str]  # folded words (names are looked up here)
     numbers: tuple[Number, ...]
     months: frozenset[str]
@@ -254,7 +255,8 @@ def _unit(text: str, heading: int = 0) -> _Unit:
     plain = plain_text(passage_text(text))
     numbers, months, words = facts_of(plain)
     keys = frozenset(key(t) for t in tokenize(plain))
-    return _Unit(text, keys, words, numbers, months, negated_keys(plain), negated(plain), heading)
+    no = negated(plain)
+    return _Unit(text, keys, _prefixes(keys), words, numbers, months, negated_keys(plain) if no else frozenset(), no, heading)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +280,7 @@ def _read_passage(title: str, text: str) -> _Read:
         marks = _HEADING_LINE.match(text, text.rfind("\n", 0, sentence.start) + 1)
         body.append(_unit(sentence.text, len(marks.group(1)) if marks and marks.end() <= sentence.start + 1 else 0))
     keys = head.keys.union(*(u.keys for u in body))
-    capitalised = frozenset(fold(m) for m in _CAPITALISED.findall(passage_text(text)))
+    capitalised = frozenset(map(fold_text, _CAPITALISED.findall(passage_text(text))))
     return _Read(tuple(_windows(head, body)), normalise_phrase(passage_text(title + " \n " + text)), capitalised, keys)
 
 
@@ -300,13 +302,12 @@ def _windows(title: _Unit, body: list[_Unit]) -> list[_Window]:
             if len(part) < size or (size == 2 and part[1].heading):
                 continue  # a heading opens what follows it, it does not end what precedes
             units = (*context, *part)
-            keys = frozenset().union(*(u.keys for u in units))
             out.append(
                 _Window(
-                    " ".join(u.text for u in part),
-                    keys,
-                    frozenset().union(*(u.keys for u in part)),
-                    _prefixes(keys),
+                    part[0].text if size == 1 else " ".join(u.text for u in part),
+                    frozenset().union(*(u.keys for u in units)),
+                    part[0].keys if size == 1 else part[0].keys | part[1].keys,
+                    frozenset().union(*(u.prefixes for u in units)),
                     frozenset().union(*(u.words for u in units)),
                     tuple(n for u in units for n in u.numbers),
                     frozenset().union(*(u.months for u in units)),
@@ -331,7 +332,7 @@ def _read_context(passages: Sequence[Passage], subjects: Iterable[str]) -> _Cont
 # -- one sentence -----------------------------------------------------------------------------------
 def is_abstention(text: str) -> bool:
     """Whether `text` says the notes do not hold the answer."""
-    return _ABSTAIN.search(fold(text).replace("’", "'")) is not None
+    return _ABSTAIN.search(fold_text(text).replace("’", "'")) is not None
 
 
 def _weight(k: str) -> float:
