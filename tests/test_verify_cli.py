@@ -136,3 +136,16 @@ def test_the_dev_set_loads_and_has_every_label() -> None:
     labels = [s.label for item in items for s in item.sentences]
     assert len(labels) >= 150
     assert {labels.count(label) > 0 for label in ("supported", "unsupported", "wrong-citation", "abstention", "no-claim")} == {True}
+
+
+def test_answer_items_may_give_their_passages_inline(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "inline.yaml"
+    path.write_text(
+        "- id: i1\n  question: q\n  context: [{id: memo, title: Mémo, text: 'Le serveur a 64 Go de mémoire.'}, rust]\n"
+        "  answer: 'Le serveur a 64 Go de mémoire [memo]. Le serveur a 32 Go de mémoire [memo].'\n"
+        "  sentences:\n    - {text: 'Le serveur a 64 Go de mémoire [memo].', label: supported}\n"
+        "    - {text: 'Le serveur a 32 Go de mémoire [memo].', label: unsupported}\n",
+        encoding="utf-8",
+    )
+    assert main(["eval", "--vault", str(SAMPLE_VAULT), "--json", str(path)]) == 0
+    assert [i["predicted"] for i in json.loads(capsys.readouterr().out)["items"]] == ["supported", "unsupported"]

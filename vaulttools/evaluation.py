@@ -241,6 +241,7 @@ class AnswerItem:
     context: tuple[str, ...]
     answer: str
     sentences: tuple[GoldSentence, ...]
+    inline: tuple[tuple[str, tuple[str, str]], ...] = ()  # id -> (title, text) of passages given in the file
 
 
 def is_answer_set(path: str | Path) -> bool:
@@ -296,8 +297,18 @@ def load_answer_items(path: str | Path) -> list[AnswerItem]:
         context = item.get("context") or []
         if isinstance(context, str):
             context = [c.strip() for c in context.split(",") if c.strip()]
-        if not isinstance(context, list) or not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in context):
-            raise QuestionSetError(f"{label}: `context` must be a list of note ids")
+        if not isinstance(context, list):
+            raise QuestionSetError(f"{label}: `context` must be a list of note ids (or of {{id, text}})")
+        inline: dict[str, tuple[str, str]] = {}
+        ids: list[str] = []
+        for entry in context:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), (str, int)) and isinstance(entry.get("text"), str):
+                inline[str(entry["id"])] = (str(entry.get("title") or ""), entry["text"])  # the passage itself
+                ids.append(str(entry["id"]))
+            elif isinstance(entry, (str, int)) and not isinstance(entry, bool):
+                ids.append(str(entry))
+            else:
+                raise QuestionSetError(f"{label}: `context` must be a list of note ids (or of {{id, text}})")
         raw_sentences = item.get("sentences")
         if not isinstance(raw_sentences, list) or not raw_sentences:
             raise QuestionSetError(f"{label}: `sentences` must be a non-empty list of {{text, label}}")
@@ -318,7 +329,7 @@ def load_answer_items(path: str | Path) -> list[AnswerItem]:
             gold.append(GoldSentence(text, tag, start, start + len(text)))
             cursor = start + len(text)
         question = item.get("question")
-        items.append(AnswerItem(item_id, str(question or ""), tuple(str(c) for c in context), answer, tuple(gold)))
+        items.append(AnswerItem(item_id, str(question or ""), tuple(ids), answer, tuple(gold), tuple(sorted(inline.items()))))
     return items
 
 
@@ -382,17 +393,19 @@ class AnswerReport:
 
 def unknown_context(items: Sequence[AnswerItem], known: set[str]) -> list[tuple[AnswerItem, str]]:
     """(item, id) for every context id that is no public note of the vault."""
-    return [(item, c) for item in items for c in item.context if c not in known]
+    return [(item, c) for item in items for c in item.context if c not in known and c not in dict(item.inline)]
 
 
 def evaluate_answers(items: Sequence[AnswerItem], passages_of: Callable[[Sequence[str]], Any], subjects: Any = ()) -> AnswerReport:
     """Verify every item's answer against the passages of its context (`passages_of(ids)`), and match each
     gold sentence to the verifier's sentence that overlaps it most (the two splits may differ)."""
-    from grasbot.answer.verify import verify
+    from grasbot.answer.verify import Passage, verify
 
     report = AnswerReport()
     for item in items:
-        passages = passages_of(item.context)
+        given = dict(item.inline)
+        from_vault = iter(passages_of([c for c in item.context if c not in given]))
+        passages = [Passage(c, given[c][1], given[c][0]) if c in given else next(from_vault) for c in item.context]
         started = time.perf_counter()
         result = verify(item.answer, passages, subjects)
         report.elapsed_ms += (time.perf_counter() - started) * 1000.0

@@ -76,6 +76,21 @@ _ABSTAIN = re.compile(
     r"|not (?:in|mentioned in|stated in|covered by) (?:my|the|his|these) notes|(?:the|my|his) notes do(?:n't| not)"
     r"|i (?:don't|do not|cannot|can't) (?:know|find|tell)|no information (?:about|on)|i could not find"
 )
+# What an answer knows from, and the ways to say a thing is not there: together, an abstention ("Il n'y a
+# pas d'information sur son salaire dans les notes", "Cette question sort du cadre de ses notes"). Not
+# "notes de frais", not "données" (facts about data: "aucune donnée n'a été perdue").
+_KNOWLEDGE = re.compile(
+    r"\b(?:notes?|documents?|sources?|fiches?|informations?|infos?|mentions?|precisions?|elements? de reponse)\b(?! de frais)"
+)
+_ABSENCE = re.compile(
+    r"\b(?:ne|n')\b(?:[\w' -]*?)\b(?:pas|rien|aucune?|jamais|nulle part|guere)\b|\baucune?\b|\brien\b|\bmuet|sort du cadre"
+    r"|\bhors (?:du|de)\b|\babsente?s?\b|\bmanquen?t?\b|\bpas d'|\bnot\b|n't\b|\bno\b"
+)
+#: Most content words an abstention of the structural kind holds besides its knowledge words.
+_ABSENCE_CONTENT = 2
+_KNOWLEDGE_KEYS = frozenset(
+    key(t) for w in "note notes document documents fournis fourni source sources fiche information mention precision element reponse contenir contiennent mentionner mentionnent permet permettre point sujet question cadre muet muette muettes reste restent".split() for t in tokenize(w)
+)
 # A sentence ending with a question mark asks the visitor something: no claim about the author.
 _QUESTION_END = re.compile(r"\?\s*[»\"”)\]*_]*\s*$")
 
@@ -95,7 +110,8 @@ _DISCOURSE = frozenset(
     quelques principal principaux principale principales different differents differentes divers diverses
     plusieurs certains nombreux nombreuses type genre domaine cas maniere facon niveau partie cadre
     environ pres quasiment actuellement aujourd exemple journee soiree continuation semaine week-end
-    revoir disposition plaisir element elements
+    revoir disposition plaisir element elements poser demander aller loin espere aide aider
+    polyvalent polyvalente via
     """.split()
     for t in tokenize(word)
 )
@@ -117,11 +133,13 @@ _REPORTED = re.compile(r"\b(?:qu'|qu’|que )(?:il|elle|aurele|l'auteur|son |sa 
 # A sentence that ends with a colon introduces a list or a quote: its facts are in what follows.
 _LEAD_IN = re.compile(r":\s*[*_]*\s*$")
 # Addressed to the visitor: "Vous pouvez lui écrire depuis /contact", "N'hésitez pas à consulter /portfolio".
-_ADDRESSED = re.compile(r"[\W_]*(?:vous |n'hesitez|n’hesitez|pour (?:en savoir|plus|le contacter|lui ecrire|toute)|consultez|retrouvez|voyez|ecrivez|contactez)")
+_ADDRESSED = re.compile(r"[\W_]*(?:vous |n'hesitez|n’hesitez|pour |consultez|retrouvez|voyez|ecrivez|contactez|rendez-vous|je vous|je reste)")
+# The openings of a sentence that introduces the answer ("Voici un résumé de son parcours").
+_META_START = re.compile(r"[\W_]*(?:voici|voila|en resume|en bref|pour resumer|bref|ci-dessous|en quelques mots)\b")
 #: Words of judgement: a sentence made of one of them and at most one other word states no fact.
 _EVALUATIVE = frozenset(
     key(t)
-    for w in "remarquable remarquables interessant interessante impressionnant impressionnante passionnant passionnante riche solide atypique original originale bel belle beau".split()
+    for w in "remarquable remarquables interessant interessante impressionnant impressionnante passionnant passionnante riche solide atypique original originale bel belle beau polyvalent polyvalente varie variee".split()
     for t in tokenize(w)
 )
 #: What a pointer to the site's pages names ("ses projets sont sur /portfolio"): no fact.
@@ -331,8 +349,17 @@ def _read_context(passages: Sequence[Passage], subjects: Iterable[str]) -> _Cont
 
 # -- one sentence -----------------------------------------------------------------------------------
 def is_abstention(text: str) -> bool:
-    """Whether `text` says the notes do not hold the answer."""
-    return _ABSTAIN.search(fold_text(text).replace("’", "'")) is not None
+    """Whether `text` says the notes do not hold the answer: one of the usual phrasings, or a sentence
+    that names what it knows from (the notes, the documents, the information) and says it is not there."""
+    folded = fold_text(text).replace("’", "'")
+    if _ABSTAIN.search(folded) is not None:
+        return True
+    if _KNOWLEDGE.search(folded) is None or _ABSENCE.search(folded) is None:
+        return False
+    # "Selon ses notes, le plus difficile n'a pas été le solveur mais la donnée" states a fact: an
+    # abstention names at most what is missing ("son salaire", "un diplôme d'ingénieur")
+    content = {key(t) for t in tokenize(plain_text(text))} - _DISCOURSE - _KNOWLEDGE_KEYS
+    return len(content) <= _ABSENCE_CONTENT
 
 
 def _weight(k: str) -> float:
@@ -472,6 +499,8 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
         return result("no-claim", "points to the site")
     if len(content) <= 1 and not anchors and not _EVALUATIVE.isdisjoint(claims.keys):
         return result("no-claim", "an opinion, no fact")
+    if len(content) <= 1 and not anchors and (_ADDRESSED.match(fold_text(text)) or _META_START.match(fold_text(text))):
+        return result("no-claim", "speaks to the visitor or introduces the answer")
     if not ctx.passages:
         return result("unsupported", "no passage was given to check it against")
     synonyms = _synonyms(content, ctx)

@@ -66,6 +66,8 @@ def _citation_ids(inner: str) -> list[str]:
             continue
         if not _ID_CHARS.match(part) or len(part) > 120:
             return []  # prose in brackets ("[sic]" still passes: a missing id is judged later)
+        if part.lower().endswith(".md"):
+            part = part[:-3]  # `[rust.md]`: the note's file name
         out.append(part)
     return out
 
