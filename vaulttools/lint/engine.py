@@ -33,7 +33,8 @@ from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
 from vaulttools.lint.registry import ENGINE_VERSION, RULES
-from vaulttools.lint.rules import LintContext, checks
+from vaulttools.lint.rules import LintContext
+from vaulttools.lint.rules.families import checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _context(vault: Vault, taxonomy: Any, config: LintConfig, index: SearchIndex
     return LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today(), index=index)
 
 
-def _keep(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
+def is_kept(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
     return config.enabled(diag.rule) and diag.rule not in suppressed
 
 
@@ -271,7 +272,7 @@ def apply_fixes(
     replaced atomically unless it changed on disk meanwhile (`FileFix.error` says so). With `write=False`
     nothing is written: use `FileFix.diff()` to show what would change.
     """
-    from grasbot.vault import read_note
+    from grasbot import read_note
 
     config = config or LintConfig()
     ctx = _context(vault, taxonomy, config, None, today)
@@ -296,7 +297,7 @@ def apply_fixes(
                 break
             note = read_note(path, current)
             suppressed = suppressed_rules(note)
-            again = [d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)]
+            again = [d for d in check_one_note(note, ctx) if d.fix is not None and is_kept(d, config, suppressed)]
             if not again:
                 break
             step = fix_bytes(path, current, again)
@@ -311,7 +312,7 @@ def apply_fixes(
             # report as skipped only what the final text still has, once, where it now is.
             note = read_note(path, current)
             suppressed = suppressed_rules(note)
-            left = {(d.rule, d.message): d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)}
+            left = {(d.rule, d.message): d for d in check_one_note(note, ctx) if d.fix is not None and is_kept(d, config, suppressed)}
             still: dict[tuple[str, str], tuple[Diagnostic, str]] = {}
             for diag, reason in result.skipped:
                 now = left.get((diag.rule, diag.message))
