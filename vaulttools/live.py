@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grasbot.model import Note
-from grasbot.text import fold
-from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot import Note
+from grasbot import fold
+from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
@@ -725,7 +725,7 @@ def _file_diagnostic(path: str, message: str, rule: str = "frontmatter-invalid")
 
 
 def _build_index(vault: Vault) -> Any:
-    from grasbot.search.index import SearchIndex
+    from grasbot import SearchIndex
 
     try:
         return SearchIndex.build(vault)

@@ -70,7 +70,7 @@ from typing import Any
 
 import yaml
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS
+from grasbot import LIST_FIELDS, STR_FIELDS
 from grasbot.text import fold_each
 
 __all__ = [

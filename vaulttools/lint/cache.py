@@ -54,7 +54,7 @@ from pathlib import Path
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from grasbot.model import Heading, Note, Resolution
+from grasbot import Heading, Note, Resolution
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 
@@ -207,7 +207,7 @@ class _CachedVault:
         resolve to a file of its own name, so the result is the same as with the whole index) and the
         aliases in `alias_keys` (consulted only to name the likely target of a broken link)."""
         from grasbot.links import Resolver
-        from grasbot.text import name_key
+        from grasbot import name_key
 
         resolver = Resolver()
         note_names, file_names = self.name_index()
@@ -237,16 +237,16 @@ class _CachedVault:
 
     def link_problems(self, path: str, into: Collection[str] = ()) -> list[Resolution]:
         """As `grasbot.vault.Vault.link_problems`: the links that are not plain OK, and the OK ones into `into`."""
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         ok = LinkStatus.OK
         return [r for r in self.resolutions(path) if r.status is not ok or r.target_path in into]
 
     def resolutions(self, path: str) -> list[Resolution]:
         from grasbot.links import link_key
-        from grasbot.text import name_key
+        from grasbot import name_key
 
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         note = self.notes[path]
         names = {link_key(link.target) for link in note.links if link.target}
@@ -263,7 +263,7 @@ def _name_index(notes, files) -> tuple[dict[str, list[str]], dict[str, list[str]
     """Note paths by the `name_key` of their file name without `.md`, and other files' paths by the `name_key`
     of their file name: a link can only resolve to a file of its own name, so an incremental run indexes just
     those (paths in sorted order, as the resolver was fed before)."""
-    from grasbot.text import name_key
+    from grasbot import name_key
 
     by_note: dict[str, list[str]] = {}
     for path in sorted(notes):

@@ -3,7 +3,7 @@ watcher and the TUI), and applying their fixes (`apply_fixes`).
 
 Typical use::
 
-    from grasbot.vault import Vault
+    from grasbot import Vault
     from vaulttools.taxonomy import find_taxonomy, load_taxonomy
     from vaulttools.lint import lint_vault, load_config
 
@@ -27,7 +27,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grasbot.model import Note
+from grasbot import Note
 from vaulttools.lint import positions
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
@@ -38,8 +38,8 @@ from vaulttools.lint.rules.families import checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 
 if TYPE_CHECKING:
-    from grasbot.search.index import SearchIndex
-    from grasbot.vault import Vault
+    from grasbot import SearchIndex
+    from grasbot import Vault
     from vaulttools.lint.cache import LintCache
 
 __all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]

@@ -32,8 +32,8 @@ from urllib.parse import quote
 
 
 if TYPE_CHECKING:
-    from grasbot.model import Note
-    from grasbot.vault import Vault
+    from grasbot import Note
+    from grasbot import Vault
     from vaulttools.authoring import NewNote
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.fixes import FileFix
@@ -278,7 +278,7 @@ class Backend:
     def scan(self) -> list[NoteRow]:
         """The vault's note files, from a folder walk alone (no file is read): enough to draw the tree
         in a fraction of the time a full read of a big vault takes. Same exclusions as `Vault.load`."""
-        from grasbot.vault import Vault
+        from grasbot import Vault
 
         if not self.root.is_dir():
             raise BackendError(f"vault not found: {self.root} (pass a vault folder as PATH or --vault)")
@@ -287,7 +287,7 @@ class Backend:
 
     def load(self) -> list[NoteRow]:
         """Read every note (no lint yet). BackendError for a missing or unreadable vault folder."""
-        from grasbot.vault import Vault
+        from grasbot import Vault
 
         started = time.perf_counter()
         try:
@@ -305,7 +305,7 @@ class Backend:
 
     def build_index(self) -> int:
         """Build the retrieval index (the question preview works from then on); returns its size."""
-        from grasbot.search.index import SearchIndex
+        from grasbot import SearchIndex
 
         if self._vault is None:
             raise BackendError("the vault is not loaded")
@@ -370,7 +370,7 @@ class Backend:
     def refresh_index(self) -> bool:
         """Rebuild the backend's own index from the live vault (big vaults only; run on a worker thread).
         Several calls while one runs make one more rebuild after it. Returns True when it rebuilt."""
-        from grasbot.search.index import SearchIndex
+        from grasbot import SearchIndex
 
         live = self.live
         if live is None or not self._own_index:
@@ -509,7 +509,7 @@ class Backend:
 
     def detail(self, path: str) -> NoteDetail | None:
         """Everything the note pane shows for one note; None when it is not a note (any more)."""
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         live = self.live
         lock = live.lock if live is not None else threading.RLock()

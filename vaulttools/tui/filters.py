@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grasbot.text import fold
+from grasbot import fold
 from vaulttools.tui.backend import NoteRow
 
 __all__ = ["NoteFilter"]

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grasbot.model import Note, Span
-from grasbot.text import edit_distance, fold
+from grasbot import Note, Span
+from grasbot import edit_distance, fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, Fix, Severity, new_diagnostic
 from vaulttools.lint.registry import get_rule
 
 if TYPE_CHECKING:
-    from grasbot.search.index import SearchIndex
-    from grasbot.vault import Vault
+    from grasbot import SearchIndex
+    from grasbot import Vault
     from vaulttools.lint.config import LintConfig
 
 __all__ = [
@@ -148,7 +148,7 @@ class LintContext:
             return None
         if self.index is None and self.index_error is None:
             try:
-                from grasbot.search.index import SearchIndex
+                from grasbot import SearchIndex
 
                 self.index = SearchIndex.build(self.vault)
             except Exception as exc:  # the rule reports why it could not run; lint goes on

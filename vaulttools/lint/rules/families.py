@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from grasbot.model import Note
+from grasbot import Note
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, frontmatter, links, retrieval, slugs, vocabulary
 

@@ -9,8 +9,8 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
-from grasbot.text import fold
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
@@ -99,7 +99,7 @@ def fields_unreadable(note: Note) -> bool:
 
 
 def _point(line: int, column: int) -> Any:
-    from grasbot.model import Span
+    from grasbot import Span
 
     return Span(line, column, line, column + 1)
 

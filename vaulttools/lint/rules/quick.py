@@ -23,7 +23,7 @@ import datetime as _dt
 import unicodedata
 from typing import Any
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.rules import LintContext
 
 __all__ = ["applies", "is_clean"]

@@ -6,8 +6,8 @@ import unicodedata
 import weakref
 from collections.abc import Iterator
 
-from grasbot.model import Note, Span
-from grasbot.text import fold
+from grasbot import Note, Span
+from grasbot import fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from grasbot.model import Note
-from grasbot.text import fold
+from grasbot import Note
+from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 from vaulttools.lint.rules import (
     LintContext,
