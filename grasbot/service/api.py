@@ -56,8 +56,10 @@ from grasbot.service.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
+from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
+from grasbot.text import loose_name_key
 from grasbot.vault import Vault
 
 log = logging.getLogger("grasbot.service.api")
@@ -226,7 +228,7 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
-    folded = fold_name(value)
+    folded = loose_name_key(value)
     return folded in hidden or any(part in hidden for part in re.split(r"[:/|#]", folded))
 
 
@@ -427,13 +429,11 @@ class Service:
         self.memory.forget_answers_before(new.version)
 
     # -- answering ----------------------------------------------------------------------------------
-    def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
-        result = snap.index.search(question, self.settings.search_top_k)
-        if result.grounded or not history:
-            return result, False
-        # A follow-up ("et en quel langage ?") names nothing: retry with the previous question for context.
-        followup = snap.index.search(f"{history[-1].question} {question}", self.settings.search_top_k)
-        return (followup, True) if followup.grounded else (result, False)
+    def _retrieve(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> Retrieval:
+        """The one retrieval pipeline (grasbot/answer/pipeline.py), with this service's limits."""
+        s = self.settings
+        limits = RetrievalLimits(s.search_top_k, s.search_secondary_keep_ratio, s.search_secondary_max_chars)
+        return RetrievalPipeline(snap.index, limits, hidden=snap.hidden).retrieve(question, history)
 
     def _base_body(
         self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, session_id: str
@@ -474,8 +474,8 @@ class Service:
         ) as trace:
             with trace.observation("retrieval", input={"query": question, "top_k": s.search_top_k}) as span:
                 started = time.perf_counter()
-                result, followup = self._search(snap, question, history)
-                hits = servable_hits(result.hits)
+                retrieval = self._retrieve(snap, question, history)
+                result, followup, hits = retrieval.result, retrieval.followup, list(retrieval.hits)
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
                     span.update(
@@ -501,6 +501,7 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    context=retrieval.context,
                 )
                 if trace.enabled:
                     span.update(
