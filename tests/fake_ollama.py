@@ -66,6 +66,26 @@ class Recorded:
     at: float = field(default_factory=time.monotonic)
 
 
+_NOTE_HEADER = re.compile(r"^### 1\. \[([^\]]+)\][^\n]*\n", re.MULTILINE)
+
+
+def faithful_reply(body: dict[str, Any]) -> str:
+    """A `reply` for `script()` that behaves like a faithful model: it answers with the first sentence of
+    the first note it was given, cited; when the prompt says the notes may not hold the answer, or gives
+    none, it writes the fixed abstention (grasbot.answer.prompt)."""
+    from grasbot.answer.prompt import TENTATIVE_INSTRUCTIONS
+    from grasbot.answer.verify import ABSTENTION
+
+    user = next((m.get("content", "") for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+    found = _NOTE_HEADER.search(user)
+    if TENTATIVE_INSTRUCTIONS in user or found is None:
+        return ABSTENTION
+    paragraphs = user[found.end():].split("\n\n")
+    text = next((p for p in paragraphs if p.strip() and not p.lstrip().startswith(("#", "-", "|", ">", "("))), "")
+    first = " ".join(text.split()).split(". ")[0].rstrip(".")
+    return f"{first} [{found.group(1)}]." if first else ABSTENTION
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
 

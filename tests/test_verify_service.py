@@ -101,8 +101,8 @@ def test_drop_removes_unsupported_and_wrongly_cited_sentences(serve, fake_ollama
 def test_what_is_remembered_is_what_the_visitor_got(serve, fake_ollama: FakeOllama) -> None:
     api = serve("drop")
     fake_ollama.script(reply=f"{TRUE} {WRONG_YEAR}")
-    api.get("/ask", params={"q": RUST, "session_id": "s1"})
-    api.get("/ask", params={"q": RUST, "session_id": "s1"})
+    first = api.get("/ask", params={"q": RUST}).json()
+    api.get("/ask", params={"q": RUST, "session_id": first["session_id"]})  # the id the server issued
     history = [m["content"] for m in fake_ollama.chat_requests()[-1]["messages"] if m["role"] == "assistant"]
     assert history == [TRUE]
 

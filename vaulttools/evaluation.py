@@ -209,8 +209,8 @@ def unknown_expectations(questions: Sequence[Question], known: set[str]) -> list
 
 
 def evaluate(questions: Sequence[Question], search: Callable[[str, int], Any], keep: int = KEEP) -> Report:
-    """Run every question through `search(question, top_k)` (SearchIndex.search or alike, returning a
-    SearchResult) and time the search alone."""
+    """Run every question through `search(question, top_k)` (`RetrievalPipeline.search`, the bot's own
+    retrieval, or anything returning ranked `hits` and `grounded`) and time it alone."""
     report = Report()
     for question in questions:
         started = time.perf_counter()
@@ -269,7 +269,7 @@ def _read_yaml(path: Path) -> Any:
 
 def load_answer_items(path: str | Path) -> list[AnswerItem]:
     """Read a file of labelled answers; QuestionSetError naming the file and the item when unusable."""
-    from grasbot.answer.verify import LABELS
+    from grasbot import LABELS
 
     path = Path(path)
     data = _read_yaml(path)
@@ -348,7 +348,7 @@ class AnswerReport:
     verified_sentences: int = 0  # sentences the verifier saw (its own split)
 
     def summary(self) -> dict[str, Any]:
-        from grasbot.answer.verify import LABELS
+        from grasbot import LABELS
 
         per_label: dict[str, dict[str, Any]] = {}
         for label in LABELS:
@@ -399,7 +399,7 @@ def unknown_context(items: Sequence[AnswerItem], known: set[str]) -> list[tuple[
 def evaluate_answers(items: Sequence[AnswerItem], passages_of: Callable[[Sequence[str]], Any], subjects: Any = ()) -> AnswerReport:
     """Verify every item's answer against the passages of its context (`passages_of(ids)`), and match each
     gold sentence to the verifier's sentence that overlaps it most (the two splits may differ)."""
-    from grasbot.answer.verify import Passage, verify
+    from grasbot import Passage, verify
 
     report = AnswerReport()
     for item in items:

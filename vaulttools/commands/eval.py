@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
 
 NAME = "eval"
 HELP = (
@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     root = vault_path(args)
 
-    index = load_public_index(root, "nothing to evaluate")
+    pipeline = load_pipeline(root, "nothing to evaluate")
+    index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
         print(
@@ -45,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
             f"of {root}",
             file=sys.stderr,
         )
-    evaluate(questions[:3], index.search)  # warm the stem cache so the timing is the search alone
-    report = evaluate(questions, index.search)
+    # the bot's own retrieval (grasbot/answer/pipeline.py), as the API runs it for a first question
+    evaluate(questions[:3], pipeline.search)  # warm the stem cache so the timing is the retrieval alone
+    report = evaluate(questions, pipeline.search)
     summary = report.summary()
 
     if args.json:
@@ -104,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_answers(args: argparse.Namespace) -> int:
     """Labelled answers: verify each against its context notes, report per label."""
-    from grasbot.answer.prompt import hidden_names, is_servable
-    from grasbot.answer.verify import LABELS, note_passage, subject_names
+    from grasbot import is_servable
+    from grasbot.answer.prompt import hidden_names
+    from grasbot import LABELS, note_passage, subject_names
     from vaulttools.commands._common import load_vault
     from vaulttools.evaluation import QuestionSetError, evaluate_answers, load_answer_items, unknown_context
 

@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("the answer is empty")
     root = vault_path(args)
 
-    from grasbot.answer.prompt import hidden_names, is_servable
-    from grasbot.answer.verify import note_passage, subject_names, verify
+    from grasbot import is_servable
+    from grasbot.answer.prompt import hidden_names
+    from grasbot import note_passage, subject_names, verify
 
     vault = load_vault(root)
     by_id = {note.id: note for note in vault.notes.values()}
