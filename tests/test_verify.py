@@ -161,3 +161,13 @@ def test_on_the_bundled_vault_links_read_as_text_and_the_subject_is_known() -> N
     # the note names its projects as [[optimiseur-tournees]]: read as the words of the link
     result = verify("Il y a mené l'optimiseur de tournées et le portail des transporteurs [experience-briere-logistique].", passages, subjects)
     assert result.sentences[0].label == "supported"
+
+
+def test_dates_written_day_first_compare_with_spelt_ones() -> None:
+    panne = Passage("panne", "La panne du broker date du 14 mars 2023.", "Panne")
+    assert label("La panne date du 14/03/2023 [panne].", panne) == ["supported"]
+    assert label("La panne date du 14/04/2023 [panne].", panne) == ["unsupported"]
+
+
+def test_an_unclosed_straight_quote_does_not_swallow_the_paragraph() -> None:
+    assert [s.text for s in split_sentences('Il dit "bonjour. Puis il part.')] == ['Il dit "bonjour.', "Puis il part."]

@@ -149,3 +149,14 @@ def test_answer_items_may_give_their_passages_inline(tmp_path: Path, capsys) -> 
     )
     assert main(["eval", "--vault", str(SAMPLE_VAULT), "--json", str(path)]) == 0
     assert [i["predicted"] for i in json.loads(capsys.readouterr().out)["items"]] == ["supported", "unsupported"]
+
+
+def test_answer_items_may_name_notes_by_path(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "paths.yaml"
+    path.write_text(
+        "- id: p1\n  context: [20-Competences/rust.md]\n  answer: 'Aurèle a appris Rust en 2020 [rust].'\n"
+        "  sentences: [{text: 'Aurèle a appris Rust en 2020 [rust].', label: supported}]\n",
+        encoding="utf-8",
+    )
+    assert main(["eval", "--vault", str(SAMPLE_VAULT), "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["items"][0]["predicted"] == "supported"

@@ -302,10 +302,16 @@ _VERSION_WORD = re.compile(r"[vV]\d")
 
 
 def _spell_date(match: re.Match[str]) -> str:
-    month = int(match.group(2))
-    if not 1 <= month <= 12:
-        return match.group(0)
-    return f"{int(match.group(3))} {_MONTH_NAMES[month]} {match.group(1)}"
+    return _spell_date_parts(match.group(1), match.group(2), match.group(3)) or match.group(0)
+
+
+def _spell_date_parts(year: str, month: str, day: str) -> str | None:
+    if not 1 <= int(month) <= 12 or not 1 <= int(day) <= 31:
+        return None
+    return f"{int(day)} {_MONTH_NAMES[int(month)]} {year}"
+
+
+_DMY_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")  # 14/03/2023, the French order
 
 
 _WIKILINK = re.compile(r"!?\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
@@ -325,6 +331,8 @@ def plain_text(text: str) -> str:
     """`text` without citations, markdown emphasis, site paths and URLs, ISO dates spelt out as
     `18 mai 2026` (a passage's `2026-05-18` and an answer's "mai 2026" then compare); offsets not kept."""
     text = _ISO_DATE.sub(_spell_date, strip_citations(text))
+    if "/" in text:
+        text = _DMY_DATE.sub(lambda m: _spell_date_parts(m.group(3), m.group(2), m.group(1)) or m.group(0), text)
     text = _URL.sub(" ", text)
     text = _PATH.sub(" ", text)
     return text.replace("**", " ").replace("__", " ")

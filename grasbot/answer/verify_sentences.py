@@ -136,6 +136,11 @@ def _line_break_ends(text: str, at: int) -> bool:
     return _HEADING.match(text, line_start) is not None
 
 
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
+
+
 def _skip_blanks(text: str, k: int) -> int:
     while k < len(text) and text[k] in " \t\u00a0\u202f":
         k += 1
@@ -162,8 +167,8 @@ def _spans(text: str) -> list[tuple[int, int]]:
             depth.pop()
         elif ch in _OPENERS and len(depth) < 20:
             depth.append(_OPENERS[ch])
-        elif ch == '"':
-            depth.append('"')  # an opening straight quote: the next one closes it (popped above)
+        elif ch == '"' and text.find('"', i + 1, _line_end(text, i)) >= 0:
+            depth.append('"')  # an opening straight quote, closed later on the line (popped above)
         if ch not in _ENDS or depth:
             i += 1
             continue

@@ -4,6 +4,7 @@ set of labelled answers through the verifier and report its precision and recall
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -121,6 +122,9 @@ def _run_answers(args: argparse.Namespace) -> int:
     public = {note.id: note for note in vault.notes.values() if is_servable(note)}
     if not public:
         raise CliError(f"no public note in {root}: nothing to verify against")
+    # a context may name a note by its id, or by its path in the vault (with or without `.md`)
+    by_path = {name: note.id for note in public.values() for name in (note.path, note.path.removesuffix(".md"), note.stem)}
+    items = [dataclasses.replace(item, context=tuple(c if c in public else by_path.get(c, c) for c in item.context)) for item in items]
     unknown = unknown_context(items, set(public))
     if unknown:
         item, note = unknown[0]
