@@ -55,7 +55,7 @@ def fake(shared_fake: FakeOllama) -> FakeOllama:
 
 @pytest.fixture
 def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client]:
-    shared_server.service.memory.clear()
+    shared_server.service.memory.inner.clear()  # (the in-process memory: no Redis here)
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
 

@@ -102,11 +102,11 @@ def test_announcements_reach_every_replica_and_a_late_one_catches_up(redis_serve
         task = b.listen(on_version)
         await asyncio.sleep(0.2)  # subscribed
         assert await a.version() == 0
-        v1 = await a.announce(at_least=1)
+        _, v1 = await a.announce(at_least=1)
         await asyncio.wait_for(got.wait(), 5)
         assert heard == [v1] and await b.version() == v1
-        assert await b.announce(at_least=1) == v1 + 1  # always above every earlier version
-        assert await a.announce(at_least=10) == 10
+        assert (await b.announce(at_least=1))[1] == v1 + 1  # always above every earlier version
+        assert (await a.announce(at_least=10)) == ("10", 10)
         late = RedisAnnouncer(connect(redis_server.url))  # missed every message: reads the counter
         assert await late.version() == 10
         task.cancel()

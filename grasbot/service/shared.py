@@ -30,11 +30,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pathlib import Path
+
 from grasbot.answer.conversation import Turn
+from grasbot.service.state import read_stamp, write_stamp
 
 log = logging.getLogger("grasbot.shared")
 
-__all__ = ["RedisAnnouncer", "RedisMemory", "connect"]
+__all__ = ["FileAnnouncer", "RedisAnnouncer", "RedisMemory", "connect"]
 
 
 def connect(url: str, timeout: float = 0.5) -> Any:
@@ -124,6 +127,9 @@ class RedisMemory:
         self._remember = client.register_script(_REMEMBER)
         self._raise_floor = client.register_script(_RAISE_FLOOR)
         self.health = _Health("conversation memory")
+        # A floor this replica could not raise (Redis was down during a removing reload): until it is,
+        # nothing is read or kept, or turns quoting a note now hidden would come back with Redis.
+        self._pending_floor: int | None = None
 
     @property
     def enabled(self) -> bool:
@@ -136,8 +142,19 @@ class RedisMemory:
     def _floor_key(self) -> str:
         return f"{self.prefix}oldest-version"
 
+    async def _settle_floor(self) -> bool:
+        if self._pending_floor is None:
+            return True
+        try:
+            await self._raise_floor(keys=[self._floor_key], args=[self._pending_floor])
+        except Exception as exc:
+            self.health.failed(exc)
+            return False
+        self._pending_floor = None
+        return True
+
     async def history(self, session_id: str | None) -> list[Turn]:
-        if not session_id or not self.enabled:
+        if not session_id or not self.enabled or not await self._settle_floor():
             return []
         try:
             async with self.client.pipeline(transaction=True) as pipe:
@@ -163,7 +180,7 @@ class RedisMemory:
         return turns
 
     async def remember(self, session_id: str | None, question: str, answer: str, *, answered_from: int) -> bool:
-        if not session_id or not self.enabled:
+        if not session_id or not self.enabled or not await self._settle_floor():
             return False
         budget = max(self.max_chars - len(question), 0)
         question, answer = question[: self.max_chars], answer[:budget]
@@ -192,8 +209,8 @@ class RedisMemory:
             async for batch in _batches(self.client.scan_iter(match=f"{self.prefix}turns:*", count=500), 500):
                 await self.client.unlink(*batch)
         except Exception as exc:
-            # The floor could not be raised: refuse every turn until Redis says otherwise. The caller also
-            # forgets this replica's own view; reads while Redis is down return no history anyway.
+            # Not raised (or not every key deleted): remembered, and raised before any later read or write.
+            self._pending_floor = max(version, self._pending_floor or 0)
             self.health.failed(exc)
 
     async def forget(self, session_id: str) -> None:
@@ -201,6 +218,9 @@ class RedisMemory:
             await self.client.unlink(self._key(session_id))
         except Exception as exc:
             self.health.failed(exc)
+
+    def status(self) -> str:
+        return self.health.status
 
 
 async def _batches(items: Any, size: int) -> Any:
@@ -214,14 +234,52 @@ async def _batches(items: Any, size: int) -> Any:
         yield batch
 
 
-class RedisAnnouncer:
-    """The vault version every replica follows: one counter, and a channel that says when it moved."""
+class FileAnnouncer:
+    """Reload announcements between the workers of one machine: the private stamp file
+    (grasbot/service/state.py). The interface RedisAnnouncer has."""
 
-    def __init__(self, client: Any, prefix: str = "grasbot:") -> None:
+    def __init__(self, stamp_path: Path) -> None:
+        self.path = stamp_path
+
+    def current_sync(self) -> str | None:
+        return read_stamp(self.path)
+
+    async def current(self) -> str | None:
+        return read_stamp(self.path)  # one small file read
+
+    async def announce(self, at_least: int) -> tuple[str | None, int]:
+        # In a worker thread: the stamp's lock may be held, and waiting for it on the event loop would
+        # freeze every request of this worker, /health included.
+        return await asyncio.to_thread(write_stamp, self.path, at_least)
+
+    def listen(self, on_version: Callable[[int], Awaitable[None]]) -> asyncio.Task[None] | None:
+        return None  # workers read the stamp before each answer
+
+    def status(self) -> str:
+        return "ok"
+
+
+_ANNOUNCE = """
+local v = redis.call('INCR', KEYS[1])
+if v < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]); v = tonumber(ARGV[1]) end
+redis.call('PUBLISH', KEYS[2], v)
+return v
+"""
+
+
+class RedisAnnouncer:
+    """The vault version every replica follows: one counter, and a channel that says when it moved.
+
+    Stamps are the version as text (what `stamp_version` reads). An announcement Redis could not take is kept
+    and made again before this replica reads the version next, so the other replicas do learn of it."""
+
+    def __init__(self, client: Any, prefix: str = "grasbot:", url: str | None = None) -> None:
         self.client = client
         self.prefix = prefix
+        self.url = url  # for the one blocking read at start-up (`current_sync`)
         self.health = _Health("reload announcements")
-        self._listener: asyncio.Task[None] | None = None
+        self._script = client.register_script(_ANNOUNCE)
+        self._pending: int | None = None
 
     @property
     def _key(self) -> str:
@@ -231,8 +289,29 @@ class RedisAnnouncer:
     def channel(self) -> str:
         return f"{self.prefix}reload"
 
+    def current_sync(self, timeout: float = 0.5) -> str | None:
+        """The version at start-up, before the event loop runs: one blocking GET with a short timeout."""
+        import redis
+
+        if self.url is None:
+            return None
+        try:
+            with redis.Redis.from_url(self.url, socket_timeout=timeout, socket_connect_timeout=timeout) as sync:
+                value = sync.get(self._key)
+        except Exception as exc:
+            self.health.failed(exc)
+            return None
+        try:
+            return str(int(value or 0))
+        except ValueError:
+            return "0"
+
     async def version(self) -> int | None:
         """The version announced last, 0 when none ever was, None when Redis cannot say."""
+        if self._pending is not None:
+            await self.announce(self._pending)
+            if self._pending is not None:
+                return None
         try:
             value = await self.client.get(self._key)
         except Exception as exc:
@@ -244,22 +323,26 @@ class RedisAnnouncer:
         except ValueError:
             return 0
 
-    async def announce(self, at_least: int) -> int | None:
+    async def current(self) -> str | None:
+        version = await self.version()
+        return None if version is None else str(version)
+
+    async def announce(self, at_least: int) -> tuple[str | None, int]:
         """A new version, above every version announced before and at least `at_least`, published to every
-        replica; None when Redis is unreachable (the reload then holds for this replica only)."""
-        script = """
-        local v = redis.call('INCR', KEYS[1])
-        if v < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]); v = tonumber(ARGV[1]) end
-        redis.call('PUBLISH', KEYS[2], v)
-        return v
-        """
+        replica: (its stamp, the version). (None, at_least) when Redis cannot take it now (kept, and
+        announced again at the next read)."""
         try:
-            version = await self.client.eval(script, 2, self._key, self.channel, at_least)
+            version = int(await self._script(keys=[self._key, self.channel], args=[at_least]))
         except Exception as exc:
             self.health.failed(exc)
-            return None
+            self._pending = max(at_least, self._pending or 0)
+            return None, at_least
         self.health.ok()
-        return int(version)
+        self._pending = None
+        return str(version), version
+
+    def status(self) -> str:
+        return self.health.status
 
     def listen(self, on_version: Callable[[int], Awaitable[None]]) -> asyncio.Task[None]:
         """Call `on_version(v)` for every version published by any replica; reconnects by itself. The task
@@ -293,5 +376,4 @@ class RedisAnnouncer:
                     except Exception:
                         pass
 
-        self._listener = asyncio.get_running_loop().create_task(run(), name="grasbot-reload-listener")
-        return self._listener
+        return asyncio.get_running_loop().create_task(run(), name="grasbot-reload-listener")
