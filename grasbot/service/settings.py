@@ -46,6 +46,9 @@ ENV_VARIABLES: dict[str, str] = {
     "MEMORY_MAX_CHARS": "characters of history kept per session (default 6000)",
     "MEMORY_TTL_SECONDS": "a remembered turn older than this is forgotten (default 1800)",
     "MEMORY_MAX_SESSIONS": "sessions remembered at once; the least recent is dropped first (default 10000)",
+    "STREAM_RETRY_MS": "the `retry:` /ask/stream sends first: how long a browser waits before reconnecting (default 86400000, a day)",
+    "STREAM_PING_SECONDS": "seconds between two keep-alive comments on an /ask/stream (default 15)",
+    "DEMO_PAGE": "serve the reference chat page at /demo (default false)",
 }
 
 
@@ -87,6 +90,9 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    stream_retry_ms: int = 86_400_000
+    stream_ping_seconds: float = 15.0
+    demo_page: bool = False
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +173,12 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        if (v := get("STREAM_RETRY_MS")) is not None:
+            kwargs["stream_retry_ms"] = _int("STREAM_RETRY_MS", v, 0, None)
+        if (v := get("STREAM_PING_SECONDS")) is not None:
+            kwargs["stream_ping_seconds"] = _float("STREAM_PING_SECONDS", v, 0.01, None)
+        if (v := env.get("DEMO_PAGE")) is not None:
+            kwargs["demo_page"] = _bool("DEMO_PAGE", v)
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
