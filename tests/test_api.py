@@ -428,6 +428,7 @@ def test_unreadable_request_is_json_400(shared_server: RunningServer) -> None:
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 400 "), answer[:200]
         assert b"content-type: application/json" in head.lower()
+        assert b"access-control-allow-origin: *" in head.lower()  # a page (its EventSource) can read it
         assert json.loads(body) == {
             "error": "bad_http_request",
             "message": "the HTTP request could not be read: malformed, or its URL and headers are over 64 KiB",
