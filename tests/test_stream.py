@@ -267,3 +267,41 @@ def test_a_stream_cut_by_the_client_stops_the_generation(fake_ollama: FakeOllama
         while server.service._tasks and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not server.service._tasks
+
+
+def test_a_stream_under_way_finishes_when_the_server_is_told_to_stop(tmp_path: Any, fake_ollama: FakeOllama) -> None:
+    """SIGTERM to `grasbot serve` lets an answer being streamed end (uvicorn's graceful shutdown, 10 s),
+    as any other response: sse-starlette would cut every stream at once."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from tests.service_fixtures import wait_for_health
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    words = [f"mot{i}" for i in range(20)]
+    fake_ollama.script(reply=" ".join(words), chunk_delay=0.1)  # 2 s of tokens
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env.update(OLLAMA_URL=fake_ollama.url)
+    log_path = tmp_path / "serve.log"
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port)]
+    with log_path.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, trust_env=False) as client:
+                wait_for_health(client, proc, log_path)
+                with client.stream("GET", "/ask/stream", params={"q": RUST}, headers=EVENT_SOURCE) as r:
+                    lines = r.iter_lines()
+                    assert "event: token" in lines
+                    proc.send_signal(signal.SIGTERM)
+                    rest = "\n".join(lines)
+            assert "event: done" in rest, rest[-500:]
+            proc.wait(timeout=20)  # (it ends, by the signal uvicorn raises again once it has shut down)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
