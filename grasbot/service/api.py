@@ -726,6 +726,10 @@ KEEPALIVE_COMMENT = "keep-alive"
 
 #: Statuses that happen before a stream starts, as the OpenAPI page shows them.
 STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the answer as Server-Sent Events (for an EventSource, also a rejection as one `failed` event)",
+        "content": {"text/event-stream": {}},
+    },
     204: {"description": "a reconnection (the request carries `Last-Event-ID`): the answer is not produced again"},
     403: {"description": "`origin_not_allowed`: a page of an origin that CORS_ORIGINS does not list"},
 }
@@ -989,6 +993,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     @app.get(
         "/ask/stream",
         summary="Answer as Server-Sent Events: sources, token..., done | failed",
+        response_class=Response,  # (the OpenAPI page then shows text/event-stream only)
         responses=STREAM_RESPONSES,
     )
     async def ask_stream(
