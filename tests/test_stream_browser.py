@@ -131,7 +131,7 @@ window.openStream = (url) => {
 
 
 class CuttingProxy:
-    """A TCP proxy to `upstream` that cuts the first connection whose response reaches its first token
+    """A TCP proxy to `upstream` that cuts the first connection whose response has carried a whole token
     event (a connection dropped mid-answer); the others pass through."""
 
     def __init__(self, upstream: str) -> None:
@@ -155,12 +155,15 @@ class CuttingProxy:
             threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
 
     def _pump(self, source: socket.socket, dest: socket.socket, downstream: bool) -> None:
+        seen = b""  # what this connection has carried so far (the response: a token event may come in pieces)
         try:
             while data := source.recv(65536):
                 dest.sendall(data)
-                if downstream and not self.cut_done.is_set() and b"event: token" in data:
-                    self.cut_done.set()
-                    break
+                if downstream and not self.cut_done.is_set():
+                    seen += data
+                    if re.search(rb"event: token\ndata: [^\n]*\n\n", seen):  # a whole token event went through
+                        self.cut_done.set()
+                        break
         except OSError:
             pass
         for s in (source, dest):
