@@ -233,12 +233,19 @@ def test_the_demo_page_on_another_origin_answers_once(page: Any, site: Site, api
     # The page closed its EventSource on `done`; with a 300 ms retry, an open one would be back by now.
     time.sleep(2)
     assert stream_statuses(api) == [200] and len(fake_ollama.chat_requests()) == 1
-    # An off-topic question: the ungrounded badge, no sources.
+    # A follow-up goes on with the conversation the server issued: its session_id is sent back.
+    fake_ollama.script(reply="Avec Cargo et Clippy [rust].")
+    assert ask_on_demo(page, "Et avec quels outils ?").get_attribute("data-state") == "done"
+    second = fake_ollama.chat_requests()[-1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"] and second[2]["content"] == reply
+    # A new visit starts afresh; an off-topic question: the ungrounded badge, no sources.
+    page.reload()
     fake_ollama.script(reply="Je ne parle que de son parcours.")
     turn = ask_on_demo(page, "Quel temps fait-il demain ?")
     assert turn.get_attribute("data-state") == "done" and turn.locator(".sources").is_hidden()
     assert "ungrounded" in turn.locator(".badge").get_attribute("class").split()
-    assert len(fake_ollama.chat_requests()) == 2 and stream_statuses(api) == [200, 200]
+    assert [m["role"] for m in fake_ollama.chat_requests()[-1]["messages"]] == ["system", "user"]
+    assert len(fake_ollama.chat_requests()) == 3 and stream_statuses(api) == [200, 200, 200]
 
 
 def test_the_demo_page_shows_a_failure_and_stops(page: Any, site: Site, api: RunningServer, fake_ollama: FakeOllama) -> None:
