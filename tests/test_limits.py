@@ -49,6 +49,15 @@ def test_local_generation_cap() -> None:
     assert limits.acquire_now()[0].allowed
 
 
+def test_a_local_slot_never_given_back_expires() -> None:
+    clock = Clock()
+    limits = LocalLimits(LimitsConfig(max_generations=1, lease_seconds=90), clock=clock)
+    assert limits.acquire_now()[0].allowed  # never released (a stream that never started)
+    assert not limits.acquire_now()[0].allowed
+    clock.now += 91
+    assert limits.acquire_now()[0].allowed and limits.running == 1
+
+
 @pytest.fixture
 def redis_server(tmp_path: Path):
     with running_redis(tmp_path / "redis") as server:

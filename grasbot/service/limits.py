@@ -15,7 +15,6 @@ slots). When Redis cannot be reached, `RedisLimits` falls back to its local twin
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
@@ -81,7 +80,9 @@ class LocalLimits:
         self.config = config
         self._clock = clock
         self._tat: OrderedDict[str, float] = OrderedDict()  # visitor -> theoretical arrival time
-        self._running = 0
+        # token -> when its lease ends: a slot whose holder never gave it back (a stream that never
+        # started) comes back by itself
+        self._leases: dict[str, float] = {}
 
     def admit_now(self, visitor: str) -> Admission:
         c = self.config
@@ -104,21 +105,25 @@ class LocalLimits:
 
     def acquire_now(self) -> tuple[Admission, str | None]:
         cap = self.config.max_generations
-        if cap > 0 and self._running >= cap:
+        now = self._clock()
+        for token in [t for t, end in self._leases.items() if end <= now]:
+            del self._leases[token]
+        if cap > 0 and len(self._leases) >= cap:
             return Admission(False, 2.0, "busy"), None
-        self._running += 1
-        return Admission(True), "local"
+        token = os.urandom(8).hex()
+        self._leases[token] = now + self.config.lease_seconds
+        return Admission(True), token
 
     async def acquire(self) -> tuple[Admission, str | None]:
         return self.acquire_now()
 
     async def release(self, token: str | None) -> None:
-        if token is not None and self._running > 0:
-            self._running -= 1
+        if token is not None:
+            self._leases.pop(token, None)
 
     @property
     def running(self) -> int:
-        return self._running
+        return len(self._leases)
 
     def status(self) -> str:
         return "ok"
@@ -217,7 +222,7 @@ class RedisLimits:
         if token is None:
             return
         if token.startswith("local:"):
-            await self.local.release(token)
+            await self.local.release(token.removeprefix("local:"))
             return
         try:
             await self.client.zrem(f"{self.prefix}generations", token)
@@ -231,6 +236,3 @@ class RedisLimits:
         return None
 
 
-async def gather_release(limits: Limits, token: str | None) -> None:
-    """Give a slot back even when the request's task is being cancelled (a visitor who left)."""
-    await asyncio.shield(limits.release(token))

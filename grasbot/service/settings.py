@@ -54,6 +54,9 @@ ENV_VARIABLES: dict[str, str] = {
     "GRASBOT_RATE_LIMIT": "questions per minute per visitor address, 429 above (default 30; 0: no limit)",
     "GRASBOT_RATE_BURST": "questions a visitor may send at once above the steady rate (default 10)",
     "GRASBOT_MAX_GENERATIONS": "answers generated at once, over every replica with Redis; 429 above (default 8; 0: no cap)",
+    "STREAM_RETRY_MS": "the `retry:` /ask/stream sends first: how long a browser waits before reconnecting (default 86400000, a day)",
+    "STREAM_PING_SECONDS": "seconds between two keep-alive comments on an /ask/stream (default 15)",
+    "DEMO_PAGE": "serve the reference chat page at /demo (default false)",
 }
 
 
@@ -116,6 +119,9 @@ class Settings:
     rate_burst: int = 10
     #: GRASBOT_MAX_GENERATIONS: answers generated at once (over every replica with Redis); 0: no cap.
     max_generations: int = 8
+    stream_retry_ms: int = 86_400_000
+    stream_ping_seconds: float = 15.0
+    demo_page: bool = False
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -214,6 +220,12 @@ class Settings:
             kwargs["rate_burst"] = _int("GRASBOT_RATE_BURST", v, 1, 1_000_000)
         if (v := get("GRASBOT_MAX_GENERATIONS")) is not None:
             kwargs["max_generations"] = _int("GRASBOT_MAX_GENERATIONS", v, 0, 100_000)
+        if (v := get("STREAM_RETRY_MS")) is not None:
+            kwargs["stream_retry_ms"] = _int("STREAM_RETRY_MS", v, 0, None)
+        if (v := get("STREAM_PING_SECONDS")) is not None:
+            kwargs["stream_ping_seconds"] = _float("STREAM_PING_SECONDS", v, 0.01, None)
+        if (v := env.get("DEMO_PAGE")) is not None:
+            kwargs["demo_page"] = _bool("DEMO_PAGE", v)
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
