@@ -844,6 +844,8 @@ async def _log_start(service: Service, root: Path) -> None:
 # -- the event stream (GET /ask/stream; docs/service.md, "The stream") -------------------------------
 # Framing, keep-alive comments and the client's disconnection are sse-starlette's; what is GrasBot's is
 # below: an `id:` on every event, a long `retry:` first, 204 to a reconnection, rejections as an event.
+# (FastAPI's own SSE runs only a generator endpoint, whose status is sent before its first line runs, so
+# the 204, the 403 and the rejection stream could not be chosen before it; and its ping interval is fixed.)
 
 #: The reference chat page (`/demo`, when DEMO_PAGE is on), shipped as package data.
 STATIC_DIR = Path(__file__).with_name("static")
