@@ -33,7 +33,10 @@ def traced(fake_ollama: FakeOllama, collector: LangfuseCollector) -> Iterator[tu
 
 def wait_trace(collector: LangfuseCollector, trace_id: str, scores: int = 2) -> dict[str, Span]:
     ok = collector.wait_for(
-        lambda c: NAMES <= {s.name for s in c.trace(trace_id)} and len(c.scores_for(trace_id)) >= scores, timeout=15
+        # `grounded` is scored last (after the answer is verified): wait for it, not only for a count
+        lambda c: NAMES <= {s.name for s in c.trace(trace_id)} and len(c.scores_for(trace_id)) >= scores
+        and "grounded" in c.scores_for(trace_id),
+        timeout=15,
     )
     assert ok, f"trace {trace_id} incomplete: {[s.name for s in collector.trace(trace_id)]}, {collector.scores}"
     return {s.name: s for s in collector.trace(trace_id)}

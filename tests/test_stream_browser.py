@@ -229,7 +229,9 @@ def test_the_demo_page_on_another_origin_answers_once(page: Any, site: Site, api
     assert turn.locator(".sources li[data-slug=rust] a").get_attribute("href") == "/competences/rust"
     badge = turn.locator(".badge")
     assert badge.is_visible() and "grounded" in badge.get_attribute("class").split() and badge.text_content() == "Réponse sourcée"
-    assert turn.locator(".verification").is_hidden()  # no verification event: the region stays empty
+    # the server's verification event: each sentence of the answer with its label
+    labels = turn.locator(".verification li")
+    assert turn.locator(".verification").is_visible() and [labels.nth(i).get_attribute("data-label") for i in range(labels.count())] == ["supported"]
     # The page closed its EventSource on `done`; with a 300 ms retry, an open one would be back by now.
     time.sleep(2)
     assert stream_statuses(api) == [200] and len(fake_ollama.chat_requests()) == 1
@@ -266,32 +268,16 @@ def test_the_demo_page_shows_a_failure_and_stops(page: Any, site: Site, api: Run
 
 
 def test_the_demo_page_renders_a_verification_event(page: Any, site: Site, api: RunningServer, fake_ollama: FakeOllama) -> None:
-    # The server does not verify answers yet; the page already renders the event when it comes.
-    verification = {
-        "status": "verified",
-        "sentences": [
-            {"text": "Il écrit du Rust.", "start": 0, "end": 17, "label": "supported", "cited": ["rust"], "evidence": [], "reason": ""},
-            {"text": "Il a gagné un prix.", "start": 18, "end": 37, "label": "unsupported", "cited": [], "evidence": [], "reason": ""},
-        ],
-        "summary": "1 phrase appuyée sur 2",
-    }
-    original = api.service.answer
-
-    async def answer_then_verify(question: str, sid: Any, uid: Any, emit: Any = None) -> Any:
-        result = await original(question, sid, uid, emit)
-        if emit is not None:
-            await emit("verification", verification)
-        return result
-
-    api.service.answer = answer_then_verify
-    fake_ollama.script(reply="Il écrit du Rust. Il a gagné un prix.")
+    # The server verifies every answer against the notes the model was given and sends the labels in a
+    # `verification` event before `done`: the page lists each sentence with its label.
+    fake_ollama.script(reply="Aurèle a appris Rust en 2020, en réécrivant un outil de géocodage [rust]. Il a gagné un prix en 2019 [rust].")
     page.goto(site.url + "/")
     turn = ask_on_demo(page, RUST)
     section = turn.locator(".verification")
-    assert section.is_visible() and section.locator(".summary").text_content() == "1 phrase appuyée sur 2"
+    assert section.is_visible() and section.locator(".summary").text_content() == "Statut : partial"
     items = section.locator("li")
     assert [items.nth(i).get_attribute("data-label") for i in range(items.count())] == ["supported", "unsupported"]
-    assert items.nth(1).text_content() == "Il a gagné un prix.non appuyée"
+    assert items.nth(1).text_content() == "Il a gagné un prix en 2019 [rust].non appuyée"
 
 
 # -- what the server does for pages that get it wrong ---------------------------------------------------
