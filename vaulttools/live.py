@@ -734,7 +734,7 @@ def _build_index(vault: Vault) -> Any:
 
 
 def _find_taxonomy(root: Path, explicit: str | Path | None) -> Path | None:
-    """The taxonomy file in force for a vault: `explicit`, else the usual search (DESIGN §5), else None."""
+    """The taxonomy file in force for a vault: `explicit`, else the usual search (docs/architecture.md, "The way of a lint run"), else None."""
     from vaulttools.taxonomy import find_taxonomy
 
     path = find_taxonomy(root, Path(explicit) if explicit is not None else None)

@@ -78,7 +78,7 @@ class Diagnostic(NamedTuple):
         return (self.path, self.line, self.column, self.rule, self.message)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of DESIGN §10 (stable: other tools read it)."""
+        """The JSON shape of docs/architecture.md, "Stable output shapes" (other tools read it)."""
         return {
             "path": self.path,
             "line": self.line,

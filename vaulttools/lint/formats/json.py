@@ -1,4 +1,4 @@
-"""`--format json`: the stable shape of DESIGN §10. `path` is relative to the vault, `vault` is the vault folder."""
+"""`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the vault, `vault` is the vault folder."""
 
 from __future__ import annotations
 
