@@ -7,9 +7,11 @@ thread on 127.0.0.1 with a socket bound to a free port; every log record emitted
 
 from __future__ import annotations
 
+import atexit
 import logging
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -26,6 +28,7 @@ import uvicorn
 from grasbot.service.api import create_app
 from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.service.settings import Settings
+from grasbot.service.state import lock_path
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector
 
@@ -45,6 +48,7 @@ __all__ = [
     "service_settings",
     "service_vault",
     "sse_events",
+    "state_dir_for_tests",
     "write_note",
 ]
 
@@ -144,9 +148,9 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     finally:
         if running is not None:
             running.stop()
-            stamp = running.service.stamp_path  # the reload stamp in the temp dir, and its lock
+            stamp = running.service.stamp_path  # the reload stamp in the state folder, and its lock
             stamp.unlink(missing_ok=True)
-            stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
+            lock_path(stamp).unlink(missing_ok=True)
         sock.close()
         root.removeHandler(capture)
         for name, level in levels.items():
@@ -166,13 +170,27 @@ def wait_for_health(client: httpx.Client, proc: Any, log_path: Path, timeout: fl
             time.sleep(0.1)
 
 
+_STATE_DIR: Path | None = None
+
+
+def state_dir_for_tests() -> Path:
+    """The private state folder of this test run's servers (one per process, never the user's own)."""
+    global _STATE_DIR
+    if _STATE_DIR is None:
+        _STATE_DIR = Path(tempfile.mkdtemp(prefix="grasbot-test-state-"))
+        atexit.register(shutil.rmtree, _STATE_DIR, True)
+    return _STATE_DIR
+
+
 def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
-    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama."""
+    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama, a state
+    folder of the test run's own."""
     base = Settings.from_env(environ={}, env_file=None)
     values: dict[str, Any] = {
         "ollama_url": fake.url if fake is not None else "http://127.0.0.1:9",
         "llm_timeout": 10.0,
         "llm_connect_timeout": 1.0,
+        "state_dir": state_dir_for_tests(),
     }
     values.update(overrides)
     return base.with_overrides(**values)

@@ -46,6 +46,10 @@ ENV_VARIABLES: dict[str, str] = {
     "MEMORY_MAX_CHARS": "characters of history kept per session (default 6000)",
     "MEMORY_TTL_SECONDS": "a remembered turn older than this is forgotten (default 1800)",
     "MEMORY_MAX_SESSIONS": "sessions remembered at once; the least recent is dropped first (default 10000)",
+    # -- the service's own guards (request bodies, private state, an open reload)
+    "MAX_BODY_BYTES": "longest request body accepted, in bytes (default 16384); 413 `body_too_large` above",
+    "GRASBOT_STATE_DIR": "private folder (0700) for the reload stamp and lock and the session key (default: the user's state folder)",
+    "GRASBOT_ALLOW_OPEN_RELOAD": "let `grasbot serve` bind a non-loopback address with no GRASBOT_RELOAD_TOKEN (default false)",
 }
 
 
@@ -87,6 +91,17 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    # -- the service's own guards (request bodies, private state, an open reload) --------------------
+    #: MAX_BODY_BYTES: a request whose body is longer gets 413 before the body is read whole (a feedback
+    #: body is a few hundred bytes; a 2,000-character comment fits unless written in escaped emoji).
+    max_body_bytes: int = 16_384
+    #: GRASBOT_STATE_DIR: the private folder (mode 0700, files 0600) where the workers of one deployment
+    #: share the reload stamp, its lock and the key that signs session ids. None: the user's state
+    #: folder (`platformdirs.user_state_dir("grasbot")`), never a shared temp folder.
+    state_dir: Path | None = None
+    #: GRASBOT_ALLOW_OPEN_RELOAD: `grasbot serve` refuses a non-loopback `--host` while POST /reload-vault
+    #: needs no token, unless this (or `--allow-open-reload`) says it is meant.
+    allow_open_reload: bool = False
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +182,13 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        # -- the service's own guards
+        if (v := get("MAX_BODY_BYTES")) is not None:
+            kwargs["max_body_bytes"] = _int("MAX_BODY_BYTES", v, 256, None)
+        if (v := get("GRASBOT_STATE_DIR")) is not None:
+            kwargs["state_dir"] = Path(v).expanduser()
+        if (v := env.get("GRASBOT_ALLOW_OPEN_RELOAD")) is not None:
+            kwargs["allow_open_reload"] = _bool("GRASBOT_ALLOW_OPEN_RELOAD", v)
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
