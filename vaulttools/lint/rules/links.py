@@ -65,7 +65,7 @@ def _broken_anchor(ctx: LintContext, note: Note, res: Resolution) -> Diagnostic:
     if target is None and not link.target:
         target = note
     # one Suggester per target note and kind, reused by every broken anchor into it (difflib's set-up per
-    # call cost ~0.3 ms: 0.1 s for the 355 broken anchors of the 10k benchmark vault)
+    # call, for each of the 355 broken anchors of the 10k benchmark vault, was a tenth of a second in all)
     memo = f"anchors:{target.path}" if target is not None else ""
     if anchor.startswith("^"):
         ids = sorted(target.block_ids) if target is not None else []
