@@ -58,7 +58,8 @@ DEFAULT_TOP_K = 5
 #: Up to this many notes the LiveVault keeps the TUI's search index up to date with every save (see
 #: `Backend._make_live`). The TUI builds the index at start whatever the size; an update after a save costs
 #: milliseconds, where rebuilding it after a burst of saves costs seconds (benchmarks/README.md, retrieval).
-#: Above, updates grow with the vault and the rebuild is kept. INDEX_LIVE_LIMIT = 50_000
+#: Above, updates grow with the vault and the rebuild is kept.
+INDEX_LIVE_LIMIT = 50_000
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
 #: Seconds the API check waits for `/health`: the API is on loopback, or it is down.
