@@ -44,7 +44,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
-from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
+from grasbot.llm import Generation, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
 from grasbot.service.memory import ConversationMemory, Turn
 from grasbot.model import Note, visible_to_visitors
 from grasbot.service.observability import (
@@ -318,15 +318,8 @@ class Service:
             ttl_seconds=settings.memory_ttl_seconds,
             max_sessions=settings.memory_max_sessions,
         )
-        self.options = GenerationOptions(
-            num_ctx=settings.llm_num_ctx,
-            num_predict=settings.llm_num_predict,
-            temperature=settings.llm_temperature,
-            think=settings.llm_think,
-            keep_alive=settings.llm_keep_alive,
-        )
         self.observability = Observability(settings)
-        self.llm: LLMClient | None = None
+        self.llm: LLMBackend | None = None
         # Generations run in tasks of their own (so a visitor who leaves can cancel them once, cleanly);
         # they are held here until they end, and cancelled when the server stops.
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -334,10 +327,7 @@ class Service:
         self._following: asyncio.Task[bool] | None = None
 
     async def start(self) -> None:
-        s = self.settings
-        self.llm = LLMClient(
-            s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
-        )
+        self.llm = create_backend(self.settings.llm_config())  # LLM_BACKEND: Ollama or OpenAI-compatible
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` in a task of its own, held until it ends (never garbage-collected while pending)."""
@@ -354,7 +344,7 @@ class Service:
         for task in list(self._tasks):
             await cancel_and_wait(task)
         if self.llm is not None:
-            await self.llm.aclose()
+            await self.llm.close()
         # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop. It is
         # bounded (SHUTDOWN_SECONDS), and a second stop signal meanwhile ends it at once.
         abandon = threading.Event()
@@ -532,18 +522,18 @@ class Service:
             timings["prompt"] = (time.perf_counter() - prompt_started) * 1000
             generation = Generation(model=s.llm_model)
             with trace.observation(
-                "ollama-chat",
+                f"{self.llm.name}-chat",  # ollama-chat, openai-chat
                 as_type="generation",
                 input=messages,
                 model=s.llm_model,
-                model_parameters=self.options.model_parameters(),
+                model_parameters=self.llm.model_parameters(),
             ) as gen:
                 llm_started = time.perf_counter()
                 try:
                     if emit is None:
                         generation = await self.llm.chat(messages)
                     else:
-                        async for piece in self.llm.stream_chat(messages, generation):
+                        async for piece in self.llm.stream(messages, generation):
                             await emit("token", {"text": piece})
                     if not generation.text:
                         raise LLMEmptyAnswer("the language model returned an empty answer")
@@ -558,8 +548,9 @@ class Service:
                             output=generation.raw or None,
                             level="ERROR",
                             status_message=error.code,
+                            model=generation.model,  # as the server reports it
                             usage_details=generation.usage() or None,
-                            metadata={"ollama": generation.raw_summary(), "error": error.code},
+                            metadata={self.llm.name: generation.raw_summary(), "error": error.code},
                         )
                         trace.update(
                             output={"error": error.code, "sources_count": len(sources), "grounded": grounded},
@@ -572,6 +563,7 @@ class Service:
                 if trace.enabled:
                     gen.update(
                         output=generation.raw,
+                        model=generation.model,  # as the server reports it (a dated snapshot, a .gguf file)
                         usage_details=generation.usage() or None,
                         metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
                     )
@@ -621,7 +613,12 @@ class Service:
                 "loaded_at": snap.loaded_at,
                 **({"error": vault_error} if vault_error else {}),
             },
-            "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
+            "llm": {
+                "backend": self.settings.llm_backend,
+                "url": redact_url(self.settings.llm_url),
+                "model": self.settings.llm_model,
+                **llm,
+            },
             "config": self.settings.public_view(),
             "observability": {"langfuse_enabled": self.observability.enabled},
         }
@@ -745,8 +742,8 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await service.start()
         log.info(
-            "GrasBot ready: vault %s (%d public notes), model %s at %s, langfuse %s",
-            root, service.snapshot.size, settings.llm_model, redact_url(settings.ollama_url),
+            "GrasBot ready: vault %s (%d public notes), model %s at %s (%s), langfuse %s",
+            root, service.snapshot.size, settings.llm_model, redact_url(settings.llm_url), settings.llm_backend,
             "on" if service.observability.enabled else "off",
         )  # fmt: skip
         try:
