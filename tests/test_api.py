@@ -20,9 +20,11 @@ from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import (
     SAMPLE_VAULT,
     RunningServer,
+    closed_port,
     run_server,
     service_settings,
     sse_events,
+    stop_process,
     wait_for_health,
     write_note,
 )
@@ -57,24 +59,6 @@ def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client
     shared_server.service.memory.clear()
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    """Stop a `grasbot serve` started by a test: SIGTERM (a clean uvicorn shutdown), SIGKILL if it hangs."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    if proc.stdout:
-        proc.stdout.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- /ask -------------------------------------------------------------------------------------------

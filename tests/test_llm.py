@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 import pytest
@@ -46,12 +45,6 @@ async def _stream(client: OllamaBackend) -> tuple[list[str], Generation]:
     finally:
         await client.close()
     return pieces, result
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from grasbot.llm import (
 )
 from grasbot.llm.openai import sse_events
 from tests.fake_openai import FakeOpenAI
+from tests.service_fixtures import closed_port
 
 MESSAGES = [{"role": "system", "content": "règles"}, {"role": "user", "content": "Bonjour ?"}]
 KEY = "sk-test-VERY-SECRET-0123456789"
@@ -58,12 +58,6 @@ async def _stream(client: OpenAIBackend) -> tuple[list[str], Generation]:
     finally:
         await client.close()
     return pieces, result
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_chat_sends_the_protocol_and_reads_usage_and_the_reported_model(fake: FakeOpenAI) -> None:
