@@ -106,15 +106,14 @@ class _DotEnv(DotEnvSettingsSource):
 class Settings(BaseSettings):
     """Everything the service can be configured with. Immutable: `with_overrides()` builds a new one.
 
-    Build it with `Settings.from_env()`; `Settings(**fields)` gives the defaults and those fields only.
+    Build it with `Settings.from_env()`; `Settings()` gives the defaults.
     """
 
     model_config = SettingsConfigDict(
         case_sensitive=True,  # the variables' names are exact, as documented
         extra="ignore",  # a .env file may hold other programs' variables
         frozen=True,
-        validate_by_name=True,
-        validate_by_alias=True,
+        validate_by_name=False,  # else a variable named after a field (`search_top_k`) would be read too
         allow_inf_nan=False,  # `LLM_TIMEOUT=inf` would remove the guard against a hung model
     )
 
@@ -203,9 +202,9 @@ class Settings(BaseSettings):
         unknown = sorted(set(changes) - set(type(self).model_fields))
         if unknown:
             raise TypeError(f"unknown settings: {', '.join(unknown)}")
-        values = {name: getattr(self, name) for name in type(self).model_fields}
-        try:
-            return type(self).model_validate({**values, **changes})
+        values = {name: getattr(self, name) for name in type(self).model_fields} | changes
+        try:  # (validated under the variables' names, the only names the settings are read by)
+            return type(self).model_validate({_env_names(name)[0]: value for name, value in values.items()})
         except ValidationError as error:
             raise _config_error(error) from None
 
@@ -307,8 +306,12 @@ def _config_error(error: ValidationError) -> ConfigError:
     for e in error.errors(include_url=False):
         key = str(e["loc"][0]) if e["loc"] else ""
         field = _FIELD_OF_ENV.get(key, key)
-        env = key if key in _FIELD_OF_ENV or field not in Settings.model_fields else _env_names(field)[0]
-        secret = field in Settings.model_fields and bool((Settings.model_fields[field].json_schema_extra or {}).get("secret"))
+        if field not in Settings.model_fields:
+            lines.append(f"{key}: {_expected(e, shown=False)}")
+            continue
+        first, *others = _env_names(field)
+        env = f"{first} (or {', '.join(others)})" if others else first
+        secret = bool((Settings.model_fields[field].json_schema_extra or {}).get("secret"))
         lines.append(f"{env}: {_expected(e, shown=not secret)}")
     return ConfigError("; ".join(lines))
 
