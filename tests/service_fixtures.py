@@ -7,12 +7,14 @@ thread on 127.0.0.1 with a socket bound to a free port; every log record emitted
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -29,6 +31,7 @@ import uvicorn
 from grasbot.service.api import create_app
 from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.service.settings import Settings
+from grasbot.service.state import lock_path
 from tests.fake_ollama import FakeOllama
 from tests.fake_openai import FakeOpenAI
 from tests.langfuse_collector import LangfuseCollector
@@ -54,6 +57,7 @@ __all__ = [
     "stop_process",
     "service_vault",
     "sse_events",
+    "state_dir_for_tests",
     "write_note",
 ]
 
@@ -153,9 +157,9 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     finally:
         if running is not None:
             running.stop()
-            stamp = running.service.stamp_path  # the reload stamp in the temp dir, and its lock
+            stamp = running.service.stamp_path  # the reload stamp in the state folder, and its lock
             stamp.unlink(missing_ok=True)
-            stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
+            lock_path(stamp).unlink(missing_ok=True)
         sock.close()
         root.removeHandler(capture)
         for name, level in levels.items():
@@ -173,6 +177,18 @@ def wait_for_health(client: httpx.Client, proc: Any, log_path: Path, timeout: fl
         except httpx.HTTPError:
             assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(encoding="utf-8")
             time.sleep(0.1)
+
+
+_STATE_DIR: Path | None = None
+
+
+def state_dir_for_tests() -> Path:
+    """The private state folder of this test run's servers (one per process, never the user's own)."""
+    global _STATE_DIR
+    if _STATE_DIR is None:
+        _STATE_DIR = Path(tempfile.mkdtemp(prefix="grasbot-test-state-"))
+        atexit.register(shutil.rmtree, _STATE_DIR, True)
+    return _STATE_DIR
 
 
 def closed_port() -> int:
@@ -203,7 +219,8 @@ def grasbot_serve(tmp_path: Path, env: dict[str, str], *args: str) -> Iterator[t
     """`grasbot serve --vault <sample> --port <free> *args` as a real process with `env` over a clean
     environment, once `/health` answers: a client on it, the process and the file of its output."""
     port = closed_port()
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_SERVICE_PREFIXES)} | env
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_SERVICE_PREFIXES)}
+    full_env |= {"GRASBOT_STATE_DIR": str(state_dir_for_tests())} | env
     cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), *args]
     log_path = tmp_path / "serve.log"
     with log_path.open("w", encoding="utf-8") as out:
@@ -217,12 +234,14 @@ def grasbot_serve(tmp_path: Path, env: dict[str, str], *args: str) -> Iterator[t
 
 
 def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
-    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama."""
+    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama, a state
+    folder of the test run's own."""
     base = Settings.from_env(environ={}, env_file=None)
     values: dict[str, Any] = {
         "ollama_url": fake.url if fake is not None else "http://127.0.0.1:9",
         "llm_timeout": 10.0,
         "llm_connect_timeout": 1.0,
+        "state_dir": state_dir_for_tests(),
     }
     values.update(overrides)
     return base.with_overrides(**values)

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import hmac
 import json
 import logging
 import os
 import re
 import signal
-import tempfile
 import threading
 import time
 import traceback
@@ -39,13 +37,17 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
 from grasbot.llm import Generation, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
+from grasbot.service.body_limit import RequestBodyLimit
 from grasbot.service.memory import ConversationMemory, Turn
+from grasbot.service.sessions import SessionIds
+from grasbot.service.state import private_dir, read_stamp, reload_stamp_path, session_key, stamp_version, write_stamp
 from grasbot.model import Note, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
@@ -54,8 +56,10 @@ from grasbot.service.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
+from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
+from grasbot.text import loose_name_key
 from grasbot.vault import Vault
 
 log = logging.getLogger("grasbot.service.api")
@@ -128,6 +132,7 @@ class VaultSnapshot:
     by_type: dict[str, int]
     hidden: frozenset[str]  # names of notes that must never be mentioned
     problems: list[dict[str, Any]]
+    unlisted_problems: int = 0  # problems of files that may be private: counted, never named
     loaded_at: float = field(default_factory=time.time)
 
     @property
@@ -135,12 +140,30 @@ class VaultSnapshot:
         return len(self.public)
 
 
-def _problem_view(path: str, line: int, column: int, code: str, message: str, note: Note | None) -> dict[str, Any]:
-    # A note that may be private (its frontmatter did not parse and names a non-public visibility) is
-    # reported by place and kind only, never with the parser's message, which can quote the file.
-    if note is not None and not is_servable(note):
-        message = f"frontmatter could not be read ({code}); `vaulttools lint` shows the details"
+def _problem_view(path: str, line: int, column: int, code: str, message: str) -> dict[str, Any]:
     return {"path": path, "line": line, "column": column, "code": code, "message": message[:300]}
+
+
+def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
+    """The problems `/reload-vault` may name (those of servable notes), and how many others there are.
+
+    Fail closed: a problem is listed, path and message, only for a note a visitor may see. A hidden note's
+    problems are not even counted (its path would name it). A file that could not be read at all (binary,
+    unreadable, not a regular file, a folder problem) may be a private note whose visibility nobody could
+    read: it is counted, never named; `vaulttools lint`, run by the author, names it.
+    """
+    listed: list[dict[str, Any]] = []
+    unlisted = 0
+    for path in sorted(vault.notes):
+        note = vault.notes[path]
+        if not visible_to_visitors(note):
+            continue
+        if not is_servable(note):
+            unlisted += len(note.problems)
+            continue
+        listed.extend(_problem_view(p.path, p.line, p.column, p.code, p.message) for p in note.problems)
+    unlisted += len(getattr(vault, "problems", None) or [])
+    return listed, unlisted
 
 
 def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
@@ -150,13 +173,8 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
-    problems: list[dict[str, Any]] = []
     for path in sorted(vault.notes):
         note = vault.notes[path]
-        if not visible_to_visitors(note):
-            continue  # a hidden note is not mentioned at all, not even its problems: its path names it
-        for p in note.problems:
-            problems.append(_problem_view(p.path, p.line, p.column, p.code, p.message, note))
         if not is_servable(note):
             continue
         note_id = note.id or note.slug or note.stem
@@ -164,8 +182,7 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         digests[note_id] = note.digest
         kind = note.type or "autre"
         by_type[kind] = by_type.get(kind, 0) + 1
-    for p in getattr(vault, "problems", []) or []:
-        problems.append(_problem_view(p.path, p.line, p.column, p.code, p.message, None))
+    problems, unlisted = listed_problems(vault)
     return VaultSnapshot(
         version=version,
         root=root,
@@ -176,57 +193,13 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         by_type=dict(sorted(by_type.items())),
         hidden=hidden_names(vault.notes.values()),
         problems=problems,
+        unlisted_problems=unlisted,
     )
 
 
 #: Longest a question waits for its worker to catch up with a reload announced by another worker
 #: (503 `vault_reloading` after: never an answer from the vault as it was before the reload).
 FOLLOW_WAIT_SECONDS = 10.0
-
-try:  # POSIX: announcing a reload takes a lock, so two workers reloading at once never share a version
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
-
-def reload_stamp_path(vault_dir: Path) -> Path:
-    """Where the workers serving `vault_dir` announce reloads to each other."""
-    digest = hashlib.sha256(str(Path(vault_dir).resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"grasbot-reload-{digest}"
-
-
-def _read_stamp(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
-def stamp_version(stamp: str) -> int | None:
-    """The vault version a stamp announces (`"<version> <time_ns>-<pid>"`), None for none."""
-    head = stamp.split(" ", 1)[0]
-    return int(head) if head.isdigit() and len(head) < 19 else None
-
-
-def _write_stamp(path: Path, at_least: int) -> tuple[str | None, int]:
-    """Announce a reload: the stamp written (None if it could not be) and the vault version it carries,
-    one more than the last announced (and at least `at_least`), so every worker numbers versions alike."""
-    lock_path = path.with_name(f"{path.name}.lock")
-    version = at_least
-    try:
-        with open(lock_path, "a", encoding="ascii") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            version = max((stamp_version(_read_stamp(path)) or 0) + 1, at_least)
-            stamp = f"{version} {time.time_ns()}-{os.getpid()}"
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(stamp, encoding="ascii")
-            os.replace(tmp, path)  # atomic: a sibling never reads half a stamp
-            return stamp, version
-    except OSError as error:
-        log.warning("could not announce the reload to other workers (%s)", type(error).__name__)
-        return None, version
-
 
 def _changes(old: VaultSnapshot, new: VaultSnapshot) -> dict[str, list[str]]:
     before, after = set(old.digests), set(new.digests)
@@ -255,7 +228,7 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
-    folded = fold_name(value)
+    folded = loose_name_key(value)
     return folded in hidden or any(part in hidden for part in re.split(r"[:/|#]", folded))
 
 
@@ -305,12 +278,14 @@ class Service:
         self.vault_dir = vault_dir
         self.search_config = SearchConfig(top_k=settings.search_top_k, min_score=settings.search_min_score)
         # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
-        # file (in the temp dir, named after the vault's path, holding only a version, a time and a pid),
-        # and the other workers catch up before their next answer. The stamp is read before the vault, so
-        # a reload announced while this worker loads is followed. Versions come from the stamp, so
-        # `vault_version` means the same on every worker.
-        self.stamp_path = reload_stamp_path(vault_dir)
-        self._stamp_seen = _read_stamp(self.stamp_path)
+        # file (in the private state folder, grasbot/service/state.py), and the other workers catch up
+        # before their next answer. The stamp is read before the vault, so a reload announced while this
+        # worker loads is followed. Versions come from the stamp, so `vault_version` means the same on
+        # every worker.
+        self.state_dir = private_dir(settings.state_dir)
+        self.stamp_path = reload_stamp_path(vault_dir, self.state_dir)
+        self.sessions = SessionIds(session_key(self.state_dir))
+        self._stamp_seen = read_stamp(self.stamp_path)
         self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
         self.memory = ConversationMemory(
             max_turns=settings.memory_max_turns,
@@ -362,7 +337,7 @@ class Service:
         Reading the stamp is one small file read.
         """
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
-        while _read_stamp(self.stamp_path) != self._stamp_seen:
+        while read_stamp(self.stamp_path) != self._stamp_seen:
             if self._following is None or self._following.done():
                 self._following = self.spawn(self._follow())
             following = self._following
@@ -378,7 +353,7 @@ class Service:
     async def _follow(self) -> bool:
         """Reload because another worker announced a reload; False if the vault could not be read."""
         async with self._reload_lock:
-            stamp = _read_stamp(self.stamp_path)  # before reading the vault: what it announces is on disk
+            stamp = read_stamp(self.stamp_path)  # before reading the vault: what it announces is on disk
             if stamp == self._stamp_seen:
                 return True  # done meanwhile (by this worker's own reload)
             try:
@@ -389,7 +364,7 @@ class Service:
 
     async def reload(self, announce: bool = True) -> dict[str, Any]:
         async with self._reload_lock:
-            return await self._reload_locked(announce=announce, stamp=_read_stamp(self.stamp_path))
+            return await self._reload_locked(announce=announce, stamp=read_stamp(self.stamp_path))
 
     async def _reload_locked(self, announce: bool, stamp: str) -> dict[str, Any]:
         old = self.snapshot
@@ -404,21 +379,22 @@ class Service:
                 f"the vault could not be read ({type(error).__name__}); still serving the previous version",
             ) from None
         if announce:
-            written, version = _write_stamp(self.stamp_path, old.version + 1)
+            # In a worker thread: the stamp's lock may be held (by a stuck process), and waiting for it on
+            # the event loop would freeze every request of this worker, /health included.
+            written, version = await asyncio.to_thread(write_stamp, self.stamp_path, old.version + 1)
             # (if the stamp could not be written, what is in the file now is what this worker has seen)
-            stamp = written if written is not None else _read_stamp(self.stamp_path)
+            stamp = written if written is not None else read_stamp(self.stamp_path)
         else:
             version = stamp_version(stamp) or old.version + 1
-        new = dataclasses.replace(new, version=version)
+        # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
+        new = dataclasses.replace(new, version=max(version, old.version + 1))
         # The atomic swap: requests in flight keep their reference to `old`.
         self.snapshot = new
         self._stamp_seen = stamp
         elapsed = (time.perf_counter() - started) * 1000
         changes = _changes(old, new)
-        if changes["removed"] and self.memory.enabled:
-            # a note that left the public set (made private, deleted) may be quoted in remembered answers,
-            # which go back to the model with the next question: those conversations start afresh
-            self.memory.clear()
+        if changes["removed"]:
+            self._forget_answers_from_before(new)
         log.info(
             "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
             new.version, new.size, len(changes["added"]), len(changes["removed"]),
@@ -431,25 +407,34 @@ class Service:
             "by_type": new.by_type,
             **changes,
             "problems": new.problems,
+            "unlisted_problems": new.unlisted_problems,
             "elapsed_ms": round(elapsed, 1),
         }
 
-    # -- answering ----------------------------------------------------------------------------------
-    def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
-        result = snap.index.search(question, self.settings.search_top_k)
-        if result.grounded or not history:
-            return result, False
-        # A follow-up ("et en quel langage ?") names nothing: retry with the previous question for context.
-        followup = snap.index.search(f"{history[-1].question} {question}", self.settings.search_top_k)
-        return (followup, True) if followup.grounded else (result, False)
+    def _forget_answers_from_before(self, new: VaultSnapshot) -> None:
+        """A note left the public set (made private, deleted): a remembered answer may quote it, and would
+        go back to the model, the trace and the visitor with the next question of its session. Every turn
+        answered from an older snapshot is forgotten, including those of generations still under way,
+        which end after this reload (grasbot/service/memory.py)."""
+        self.memory.forget_answers_before(new.version)
 
-    def _base_body(self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str) -> dict[str, Any]:
+    # -- answering ----------------------------------------------------------------------------------
+    def _retrieve(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> Retrieval:
+        """The one retrieval pipeline (grasbot/answer/pipeline.py), with this service's limits."""
+        s = self.settings
+        limits = RetrievalLimits(s.search_top_k, s.search_secondary_keep_ratio, s.search_secondary_max_chars)
+        return RetrievalPipeline(snap.index, limits, hidden=snap.hidden).retrieve(question, history)
+
+    def _base_body(
+        self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, session_id: str
+    ) -> dict[str, Any]:
         return {
             "sources": sources,
             "grounded": grounded,
             "model": self.settings.llm_model,
             "vault_size": snap.size,
             "trace_id": trace_id,
+            "session_id": session_id,
         }
 
     async def answer(
@@ -459,12 +444,17 @@ class Service:
         user_id: str | None,
         emit: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
     ) -> Answer:
-        """Answer `question`. With `emit`, stream: `sources` first, then `token`s; the caller sends the end."""
+        """Answer `question`. With `emit`, stream: `sources` first, then `token`s; the caller sends the end.
+
+        `session_id` is what the visitor sent: continued when this deployment issued it, else replaced by
+        a new id (a new, empty conversation); the answer carries the id to send next time.
+        """
         begun = time.perf_counter()
         snap = self.snapshot  # read once: this request uses this snapshot to the end
         s = self.settings
         if self.llm is None:
             raise RuntimeError("the service is not started")
+        session_id = self.sessions.continue_or_start(session_id)
         history = self.memory.history(session_id)
         # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
         min_score = s.search_min_score if s.search_min_score is not None else "engine-default"
@@ -474,8 +464,8 @@ class Service:
         ) as trace:
             with trace.observation("retrieval", input={"query": question, "top_k": s.search_top_k}) as span:
                 started = time.perf_counter()
-                result, followup = self._search(snap, question, history)
-                hits = servable_hits(result.hits)
+                retrieval = self._retrieve(snap, question, history)
+                result, followup, hits = retrieval.result, retrieval.followup, list(retrieval.hits)
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
                     span.update(
@@ -487,7 +477,7 @@ class Service:
             trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
             trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")
-            base = self._base_body(snap, sources, grounded, trace.trace_id)
+            base = self._base_body(snap, sources, grounded, trace.trace_id, session_id)
             if emit is not None:
                 await emit("sources", base)
 
@@ -501,6 +491,7 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    context=retrieval.context,
                 )
                 if trace.enabled:
                     span.update(
@@ -568,7 +559,8 @@ class Service:
                         metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
                     )
             trace.update(output={"response": generation.text, "sources_count": len(sources), "grounded": grounded})
-        self.memory.remember(session_id, question, generation.text)
+        # Tagged with the snapshot it was answered from: refused if a reload removed a note since.
+        self.memory.remember(session_id, question, generation.text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         return Answer(200, {"response": generation.text, **base}, generation.text, timings)
 
@@ -589,7 +581,9 @@ class Service:
         return meta
 
     # -- health -------------------------------------------------------------------------------------
-    async def health(self, vault_error: str | None = None) -> dict[str, Any]:
+    async def health(self, vault_error: str | None = None, details: bool = False) -> dict[str, Any]:
+        """The status. `details` (a caller with the reload token) adds where things are on this machine:
+        the vault's folder, the state folder and the worker's pid, which an anonymous caller never sees."""
         snap = self.snapshot
         llm = await self.llm.probe() if self.llm is not None else {"reachable": False, "model_available": False}
         if self.llm is not None:
@@ -599,13 +593,12 @@ class Service:
             llm["max_connections"] = self.llm.max_connections
             llm["saturated"] = self.llm.in_flight >= self.llm.max_connections
         healthy = llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None
-        return {
+        config = self.settings.public_view()
+        body: dict[str, Any] = {
             "status": "ok" if healthy else "degraded",
             "version": __version__,
-            "worker_pid": os.getpid(),
             "vault_size": snap.size,
             "vault": {
-                "dir": str(snap.root),
                 "notes": snap.size,
                 "by_type": snap.by_type,
                 "problems": len(snap.problems),
@@ -619,9 +612,18 @@ class Service:
                 "model": self.settings.llm_model,
                 **llm,
             },
-            "config": self.settings.public_view(),
+            "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
         }
+        if details:
+            body["worker_pid"] = os.getpid()
+            body["vault"]["dir"] = str(snap.root)
+            body["config"] = {**config, "state_dir": str(self.state_dir)}
+        return body
+
+
+#: Settings that say where things are on this machine: only in the `/health` of a caller with the token.
+_HEALTH_DETAILS = frozenset({"vault_dir", "state_dir"})
 
 
 @contextmanager
@@ -724,6 +726,49 @@ class _CatchAll:
                 await _error(500, "internal_error", "internal error")(scope, receive, send)
 
 
+def has_reload_token(request: Request, token: str) -> bool:
+    """True when `request` carries `Authorization: Bearer <token>` (compared in constant time)."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+async def _log_start(service: Service, root: Path) -> None:
+    """The start-up lines: "ready" only when the LLM answers with the model; otherwise what is down and
+    what still works. And, loudly, a reload that anyone may trigger."""
+    s = service.settings
+    if s.reload_token is None:
+        log.warning(
+            "POST /reload-vault is open: GRASBOT_RELOAD_TOKEN is not set, so anyone who can reach this server "
+            "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
+        )
+    probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
+    where = f"{redact_url(s.llm_url)} ({s.llm_backend})"
+    server = "Ollama" if s.llm_backend == "ollama" else "The LLM server"
+    langfuse = "on" if service.observability.enabled else "off"
+    if probe.get("reachable") and probe.get("model_available"):
+        log.info(
+            "GrasBot ready: vault %s (%d public notes), model %s at %s, langfuse %s",
+            root, service.snapshot.size, s.llm_model, where, langfuse,
+        )  # fmt: skip
+        return
+    if probe.get("upstream_status") is not None and probe["upstream_status"] != 404:
+        # it answers, but refuses (a wrong LLM_API_KEY: 401) or fails: not a missing model
+        down = f"{server} at {where} answers HTTP {probe['upstream_status']} (a wrong LLM_API_KEY or LLM_BASE_URL?)"
+        effect = "502 `llm_bad_response`"
+    elif probe.get("reachable"):
+        hint = f" (`ollama pull {s.llm_model}`)" if s.llm_backend == "ollama" else " (its /models lists what it serves)"
+        down = f"{server} at {where} does not have the model {s.llm_model}{hint}"
+        effect = "502 `llm_model_not_found`"
+    else:
+        down = f"{server} cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
+        effect = "503 `llm_unavailable`"
+    log.warning(
+        "GrasBot started, but the LLM is down: %s. Questions get %s (with their sources) until it is up; "
+        "/health, /reload-vault and /feedback work. Vault %s (%d public notes), langfuse %s",
+        down, effect, root, service.snapshot.size, langfuse,
+    )  # fmt: skip
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -741,17 +786,15 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await service.start()
-        log.info(
-            "GrasBot ready: vault %s (%d public notes), model %s at %s (%s), langfuse %s",
-            root, service.snapshot.size, settings.llm_model, redact_url(settings.llm_url), settings.llm_backend,
-            "on" if service.observability.enabled else "off",
-        )  # fmt: skip
+        await _log_start(service, root)
         try:
             yield
         finally:
             await service.stop()
 
-    app = FastAPI(
+    # FastAPIOffline: the same FastAPI app, with the Swagger UI and ReDoc assets of /docs and /redoc served
+    # from the package (under /static-offline-docs) instead of a CDN, so the pages work offline.
+    app = FastAPIOffline(
         title="GrasBot",
         version=__version__,
         description="Sourced answers about the public notes of an Obsidian vault.",
@@ -759,6 +802,9 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     )
     app.state.service = service
     app.add_middleware(_CatchAll)
+    # Every request body capped (413 before it is read whole); added before CORS, so CORS wraps it and
+    # a 413 carries the CORS headers a browser needs to read it.
+    app.add_middleware(RequestBodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -874,24 +920,23 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         )
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")
-    async def health() -> JSONResponse:
+    async def health(request: Request) -> JSONResponse:
         vault_error = None
         try:
             await service.catch_up()
         except ApiError as error:
             vault_error = error.code
-        return JSONResponse(await service.health(vault_error))
+        # Where the vault and the process are (folder, pid) only for a caller with the reload token.
+        details = settings.reload_token is not None and has_reload_token(request, settings.reload_token)
+        return JSONResponse(await service.health(vault_error, details=details))
 
     @app.post("/reload-vault", summary="Re-read the vault and swap the index atomically")
     async def reload_vault(request: Request) -> JSONResponse:
         token = settings.reload_token
-        if token is not None:
-            header = request.headers.get("authorization", "")
-            scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-                response = _error(401, "unauthorized", "POST /reload-vault needs `Authorization: Bearer <token>`")
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
+        if token is not None and not has_reload_token(request, token):
+            response = _error(401, "unauthorized", "POST /reload-vault needs `Authorization: Bearer <token>`")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
         return JSONResponse(await service.reload())
 
     @app.post("/feedback", summary="Record a visitor's thumb up (1) or down (0) as the Langfuse score user_feedback")

@@ -151,6 +151,10 @@ class Settings(BaseSettings):
     memory_max_chars: int = _setting("MEMORY_MAX_CHARS", 6000, "characters of history kept per session", ge=0)
     memory_ttl_seconds: float = _setting("MEMORY_TTL_SECONDS", 1800.0, "a remembered turn older than this is forgotten", ge=0.0)
     memory_max_sessions: int = _setting("MEMORY_MAX_SESSIONS", 10_000, "sessions remembered at once; the least recent is dropped first", ge=1)
+    # the service's own guards (request bodies, private state, an open reload)
+    max_body_bytes: int = _setting("MAX_BODY_BYTES", 16_384, "longest request body accepted, in bytes; 413 `body_too_large` above (a feedback body is a few hundred bytes)", ge=256)
+    state_dir: Folder | None = _setting("GRASBOT_STATE_DIR", None, "private folder (0700, files 0600) where the workers share the reload stamp, its lock and the key that signs session ids (default: the user's state folder, never a shared temp folder)")
+    allow_open_reload: bool = _setting("GRASBOT_ALLOW_OPEN_RELOAD", False, "let `grasbot serve` bind a non-loopback address while POST /reload-vault needs no token")
 
     @field_validator("llm_backend", mode="before")
     @classmethod
