@@ -56,6 +56,7 @@ __all__ = [
     "service_settings",
     "stop_process",
     "service_vault",
+    "sse_blocks",
     "sse_events",
     "state_dir_for_tests",
     "write_note",
@@ -277,22 +278,37 @@ def write_note(root: Path, rel: str, meta: str, body: str) -> Path:
     return path
 
 
+def sse_blocks(text: str) -> list[dict[str, Any]]:
+    """Every block of a Server-Sent Events body as {field: value} (`data` lines joined, comments under
+    ":"), in order, as the wire has them: the opening `retry:`/`id:` block and keep-alive comments too."""
+    blocks: list[dict[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip("\n"):
+            continue
+        fields: dict[str, Any] = {}
+        for line in block.split("\n"):
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data" and "data" in fields:
+                fields["data"] += "\n" + value
+            elif name == "":
+                fields[":"] = fields.get(":", []) + [value]
+            else:
+                fields[name] = value
+        blocks.append(fields)
+    return blocks
+
+
 def sse_events(text: str) -> list[tuple[str, Any]]:
-    """Parse a Server-Sent Events body into (event, decoded JSON data) pairs."""
+    """The events a browser would dispatch from a Server-Sent Events body: (event, decoded JSON data)
+    pairs; blocks without data (the opening `retry:`, keep-alive comments) dispatch nothing."""
     import json
 
-    events: list[tuple[str, Any]] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        if not block.strip():
-            continue
-        event, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip())
-        events.append((event, json.loads("\n".join(data)) if data else None))
-    return events
+    return [
+        (block.get("event", "message"), json.loads(block["data"]))
+        for block in sse_blocks(text)
+        if "data" in block
+    ]
 
 
 @pytest.fixture

@@ -95,8 +95,8 @@ def test_a_follow_up_is_decided_by_the_pipeline_the_api_runs(service_vault: Path
     first, second = "Parle-moi du projet de télémétrie solaire", "avec qui ?"
     with run_server(service_settings(fake_ollama), service_vault) as server:
         client = server.client()
-        client.get("/ask", params={"q": first, "session_id": "s1"}).raise_for_status()
-        body = client.get("/ask", params={"q": second, "session_id": "s1"}).json()
+        session = client.get("/ask", params={"q": first}).raise_for_status().json()["session_id"]  # issued by the server
+        body = client.get("/ask", params={"q": second, "session_id": session}).json()
     pipeline = RetrievalPipeline.of_vault(Vault.load(service_vault))
     alone = pipeline.retrieve(second)
     followed = pipeline.retrieve(second, [Turn(first, "(the answer)", 0.0)])  # only the question counts

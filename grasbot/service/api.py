@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import signal
 import threading
 import time
@@ -36,9 +37,12 @@ import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
@@ -671,24 +675,6 @@ async def _wait_for_disconnect(request: Request) -> None:
         pass
 
 
-class _ClosingStreamingResponse(StreamingResponse):
-    """A StreamingResponse that always closes its body iterator, however the response ends.
-
-    Starlette stops iterating when the client leaves but leaves the generator suspended, to be closed
-    whenever it is garbage-collected; closing it here runs its clean-up (cancel the generation, close the
-    upstream stream) at once.
-    """
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            closer = getattr(self.body_iterator, "aclose", None)
-            if closer is not None:
-                with anyio.CancelScope(shield=True):
-                    await closer()
-
-
 class FeedbackIn(BaseModel):
     trace_id: str = Field(min_length=32, max_length=32, description="the `trace_id` of an answer")
     value: Literal[0, 1] = Field(description="1 for a useful answer, 0 for a bad one")
@@ -769,8 +755,190 @@ async def _log_start(service: Service, root: Path) -> None:
     )  # fmt: skip
 
 
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+# -- the event stream (GET /ask/stream; docs/service.md, "The stream") -------------------------------
+# Framing, keep-alive comments and the client's disconnection are sse-starlette's; what is GrasBot's is
+# below: an `id:` on every event, a long `retry:` first, 204 to a reconnection, rejections as an event.
+# (FastAPI's own SSE runs only a generator endpoint, whose status is sent before its first line runs, so
+# the 204, the 403 and the rejection stream could not be chosen before it; and its ping interval is fixed.)
+
+#: The reference chat page (`/demo`, when DEMO_PAGE is on), shipped as package data.
+STATIC_DIR = Path(__file__).with_name("static")
+
+#: The comment line sent every STREAM_PING_SECONDS while a stream is open (waiting for the model, between
+#: tokens), so that a proxy or a browser never takes a silent connection for a dead one.
+KEEPALIVE_COMMENT = "keep-alive"
+
+#: Statuses that happen before a stream starts, as the OpenAPI page shows them.
+STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the answer as Server-Sent Events (for an EventSource, also a rejection as one `failed` event)",
+        "content": {"text/event-stream": {}},
+    },
+    204: {"description": "a reconnection (the request carries `Last-Event-ID`): the answer is not produced again"},
+    403: {"description": "`origin_not_allowed`: a page of an origin that CORS_ORIGINS does not list"},
+}
+
+# sse-starlette ends every open stream as soon as uvicorn is told to stop; GrasBot's streams end by
+# themselves (LLM_TIMEOUT bounds them), so let uvicorn's graceful shutdown finish them as it finishes
+# every other response, as before the library was used.
+AppStatus.disable_automatic_graceful_drain()
+
+
+class EventIds:
+    """The `id:` of each event of one stream: `<stream>.<n>`, a random stream part and n from 0.
+
+    A browser sends the last id it saw as `Last-Event-ID` when it reconnects, which is how the server tells
+    a reconnection from a new question; the random part makes two streams' ids differ.
+    """
+
+    def __init__(self) -> None:
+        self.stream = secrets.token_hex(8)
+        self.count = 0
+
+    def next(self) -> str:
+        value = f"{self.stream}.{self.count}"
+        self.count += 1
+        return value
+
+
+def sse_event(ids: EventIds, event: str, data: dict[str, Any]) -> ServerSentEvent:
+    """One event: its name, the next id, the data as one line of JSON."""
+    return ServerSentEvent(json.dumps(data, ensure_ascii=False), event=event, id=ids.next(), sep="\n")
+
+
+def stream_opening(ids: EventIds, settings: Settings) -> ServerSentEvent:
+    """The first block of every stream: `retry:` and an `id:`, no data (a browser dispatches nothing).
+
+    The long retry is how long a browser whose page did not close its EventSource waits before it comes
+    back (the default, a day, instead of the browser's ~3 s); the id makes even a connection lost before
+    the first event come back with `Last-Event-ID`, which gets a 204.
+    """
+    return ServerSentEvent(id=ids.next(), retry=settings.stream_retry_ms, sep="\n")
+
+
+def event_stream_response(events: AsyncIterator[ServerSentEvent], settings: Settings) -> EventSourceResponse:
+    return EventSourceResponse(
+        events,
+        ping=settings.stream_ping_seconds,
+        ping_message_factory=lambda: ServerSentEvent(comment=KEEPALIVE_COMMENT, sep="\n"),
+        sep="\n",
+    )
+
+
+def accepts_event_stream(request: Request) -> bool:
+    """Whether the client names `text/event-stream` in `Accept`, as every EventSource does."""
+    accept = request.headers.get("accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == "text/event-stream" for part in accept.split(","))
+
+
+def reconnection_refusal() -> Response:
+    """The answer to a request that carries `Last-Event-ID`: a browser reconnecting to a stream it has
+    already had (finished or cut). 204 makes an EventSource stop for good; nothing is retrieved or
+    generated again. (A cut answer is not resumed: the generation stops when its client leaves.)"""
+    return Response(status_code=204, headers={"Cache-Control": "no-store"})
+
+
+def origin_refusal(request: Request, allowed: tuple[str, ...]) -> JSONResponse | None:
+    """A 403 for a question sent by a page of another origin that `allowed` (CORS_ORIGINS) does not list;
+    None when the request may go on. Checked before any retrieval or generation.
+
+    A cross-origin browser request names its page's origin in `Origin`. One that does not is either not
+    from a browser, same-origin, or a no-cors embed (`<img>`, `<script>`, `<iframe>` pointing at the API);
+    the last says `Sec-Fetch-Site: cross-site` (or `same-site`) and is refused too, except a top-level
+    navigation (`Sec-Fetch-Dest: document`: a link the visitor followed).
+    """
+    if "*" in allowed:
+        return None
+    origin = request.headers.get("origin")
+    message = "this API does not answer pages of this origin (CORS_ORIGINS)"
+    if origin is None:
+        site, dest = request.headers.get("sec-fetch-site"), request.headers.get("sec-fetch-dest")
+        if site in ("cross-site", "same-site") and dest != "document":
+            return _error(403, "origin_not_allowed", message)
+        return None
+    if origin in allowed or origin == f"{request.url.scheme}://{request.url.netloc}":
+        return None
+    response = _error(403, "origin_not_allowed", message)
+    # Readable by the refused page: an EventSource that cannot read a response (a CORS failure) retries
+    # it every few seconds for ever, one that reads a 403 stops. The body says nothing but the refusal.
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Vary"] = "Origin"
+    return response
+
+
+def rejection_stream(error: ApiError, settings: Settings) -> EventSourceResponse:
+    """A rejection before the answer (400, 413, 422, 503) as a stream of one `failed` event, for a client
+    that accepts `text/event-stream`: an EventSource reads no body of a response whose status is not 200,
+    so the page would only see its own `error`, with no reason. The status is in the event's data."""
+    ids = EventIds()
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        yield stream_opening(ids, settings)
+        yield sse_event(ids, "failed", {"status": error.status, "error": error.code, "message": error.message, **error.extra})
+
+    return event_stream_response(events(), settings)
+
+
+_INTERNAL_ERROR = {"status": 500, "error": "internal_error", "message": "internal error"}
+
+
+async def answer_events(
+    service: Service, question: str, session_id: str | None, user_id: str | None, legacy_error: bool
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of one answer: the opening, `sources`, `token`s, then `done` or `failed`.
+
+    `legacy_error`: send the deprecated `error` right after `failed` (clients that do not accept
+    `text/event-stream`: scripts written when the failure event had that name; never an EventSource, where
+    an event named `error` reaches the page's `onerror` and cannot be told from a lost connection).
+    """
+    ids = EventIds()
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    async def emit(event: str, data: dict[str, Any]) -> None:
+        await queue.put((event, data))
+
+    async def produce() -> None:
+        # The whole answer runs in this one task, so the tracing context never crosses tasks.
+        try:
+            result = await service.answer(question, session_id, user_id, emit)
+            if result.status == 200:
+                await queue.put(("done", result.body))
+            else:
+                await queue.put(("failed", {"status": result.status, **result.body}))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the stream must end with an event, never hang
+            log.error("internal error %s while streaming", type(exc).__name__)
+            await queue.put(("failed", dict(_INTERNAL_ERROR)))
+
+    task: asyncio.Task[None] | None = None
+    getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
+    try:
+        task = service.spawn(produce())
+        yield stream_opening(ids, service.settings)
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                if queue.empty():  # the producer ended without a final event
+                    event, data = "failed", dict(_INTERNAL_ERROR)
+                else:
+                    continue
+            else:
+                event, data = getter.result()
+            yield sse_event(ids, event, data)
+            if event == "failed" and legacy_error:
+                yield sse_event(ids, "error", data)
+            if event in ("done", "failed"):
+                return
+    finally:
+        # The client left (sse-starlette cancels this generator) or the stream ended: stop the
+        # generation, which closes its stream to the model, and leave no task behind.
+        if getter is not None and not getter.done():
+            getter.cancel()
+        if task is not None:
+            await cancel_and_wait(task)
 
 
 def create_app(settings: Settings | None = None, vault_dir: str | Path | None = None) -> FastAPI:
@@ -811,7 +979,10 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
+            expose_headers=["Server-Timing"],  # a page may split the LLM's time from the rest, as the benchmark does
         )
+    if settings.demo_page:
+        app.mount("/demo", StaticFiles(directory=STATIC_DIR, html=True), name="demo")
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -844,7 +1015,10 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None, description="anonymous conversation id (memory of the last turns)"),
         user_id: str | None = Query(None, description="anonymous visitor id (tracing only)"),
-    ) -> JSONResponse:
+    ) -> Response:
+        refusal = origin_refusal(request, settings.cors_origins)
+        if refusal is not None:
+            return refusal
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
         await service.catch_up()  # never an answer from a vault another worker has reloaded since
@@ -861,63 +1035,34 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         result = task.result()
         return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
-    @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., done | error")
+    @app.get(
+        "/ask/stream",
+        summary="Answer as Server-Sent Events: sources, token..., done | failed",
+        response_class=Response,  # (the OpenAPI page then shows text/event-stream only)
+        responses=STREAM_RESPONSES,
+    )
     async def ask_stream(
+        request: Request,
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None),
         user_id: str | None = Query(None),
-    ) -> StreamingResponse:
-        question = _check_question(q, settings.ask_max_chars)
-        sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
-        await service.catch_up()  # never an answer from a vault another worker has reloaded since
-        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-
-        async def emit(event: str, data: dict[str, Any]) -> None:
-            await queue.put((event, data))
-
-        async def produce() -> None:
-            # The whole answer runs in this one task, so the tracing context never crosses tasks.
-            try:
-                result = await service.answer(question, sid, uid, emit)
-                if result.status == 200:
-                    await queue.put(("done", result.body))
-                else:
-                    await queue.put(("error", {"status": result.status, **result.body}))
-            except asyncio.CancelledError:
+    ) -> Response:
+        refusal = origin_refusal(request, settings.cors_origins)
+        if refusal is not None:
+            return refusal
+        if request.headers.get("last-event-id") is not None:
+            return reconnection_refusal()
+        as_event_source = accepts_event_stream(request)
+        try:
+            question = _check_question(q, settings.ask_max_chars)
+            sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
+            await service.catch_up()  # never an answer from a vault another worker has reloaded since
+        except ApiError as error:
+            if not as_event_source:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the stream must end with an event, never hang
-                log.error("internal error %s while streaming", type(exc).__name__)
-                await queue.put(("error", {"status": 500, "error": "internal_error", "message": "internal error"}))
-
-        async def events() -> AsyncIterator[bytes]:
-            task = service.spawn(produce())
-            getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
-            try:
-                while True:
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                    if getter not in done:
-                        getter.cancel()
-                        if queue.empty():  # the producer ended without a final event
-                            yield _sse("error", {"status": 500, "error": "internal_error", "message": "internal error"})
-                            return
-                        continue
-                    event, data = getter.result()
-                    yield _sse(event, data)
-                    if event in ("done", "error"):
-                        return
-            finally:
-                # The client left (or the stream ended): stop the generation, which closes its stream to
-                # Ollama, and leave no task behind.
-                if getter is not None and not getter.done():
-                    getter.cancel()
-                await cancel_and_wait(task)
-
-        return _ClosingStreamingResponse(
-            events(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+            return rejection_stream(error, settings)
+        events = answer_events(service, question, sid, uid, legacy_error=not as_event_source)
+        return event_stream_response(events, settings)
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")
     async def health(request: Request) -> JSONResponse:

@@ -60,6 +60,10 @@ def _no_delay_protocol() -> type:
             body = json.dumps(BAD_HTTP_REQUEST).encode()
             headers = [
                 (b"content-type", b"application/json"),
+                # The request's headers were not read, so its Origin is unknown: any page may read this
+                # constant refusal (it says nothing else), and an EventSource that can read it stops
+                # instead of retrying a CORS failure for ever (docs/service.md, "The stream").
+                (b"access-control-allow-origin", b"*"),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ]

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     # the API
     reload_token: str | None = _setting("GRASBOT_RELOAD_TOKEN", None, "when set, POST /reload-vault needs `Authorization: Bearer <token>`; set but blank stops the start", secret=True)
     ask_max_chars: int = _setting("ASK_MAX_CHARS", 2000, "longest accepted question, in characters (413 above)", ge=1, le=1_000_000)
-    cors_origins: Origins = _setting("CORS_ORIGINS", (), "comma-separated origins allowed by CORS (default: none, CORS off); `*` allows any")
+    cors_origins: Origins = _setting("CORS_ORIGINS", (), "comma-separated origins whose pages may call the API (default: none, CORS off; a question from a page of another origin gets 403); `*` allows any")
     # tracing
     langfuse_public_key: str | None = _setting("LANGFUSE_PUBLIC_KEY", None, "Langfuse public key (tracing is off unless the three Langfuse variables are set)", secret=True)
     langfuse_secret_key: str | None = _setting("LANGFUSE_SECRET_KEY", None, "Langfuse secret key", secret=True)
@@ -155,6 +155,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = _setting("MAX_BODY_BYTES", 16_384, "longest request body accepted, in bytes; 413 `body_too_large` above (a feedback body is a few hundred bytes)", ge=256)
     state_dir: Folder | None = _setting("GRASBOT_STATE_DIR", None, "private folder (0700, files 0600) where the workers share the reload stamp, its lock and the key that signs session ids (default: the user's state folder, never a shared temp folder)")
     allow_open_reload: bool = _setting("GRASBOT_ALLOW_OPEN_RELOAD", False, "let `grasbot serve` bind a non-loopback address while POST /reload-vault needs no token")
+    # the stream
+    stream_retry_ms: int = _setting("STREAM_RETRY_MS", 86_400_000, "the `retry:` that opens every /ask/stream: how long a browser waits before it reconnects, in ms (a day)", ge=0)
+    stream_ping_seconds: float = _setting("STREAM_PING_SECONDS", 15.0, "seconds between two keep-alive comments on an open /ask/stream", ge=0.01)
+    demo_page: bool = _setting("DEMO_PAGE", False, "serve the reference chat page at /demo")
 
     @field_validator("llm_backend", mode="before")
     @classmethod
