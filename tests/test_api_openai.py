@@ -58,10 +58,10 @@ def test_llm_failures_are_the_same_answers(fake_openai: FakeOpenAI) -> None:
             assert (r.status_code, r.json()["error"]) == (status, code), script
             assert r.json()["sources"] and "out of memory" not in r.text
             events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
-            assert events[-1][0] == "error" and events[-1][1]["status"] == status, script
+            assert events[-2][0] == "failed" and events[-2][1]["status"] == status, script
         fake_openai.script(reply="un début de réponse", error_mid_stream="model runner crashed")
         events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
-        assert [e for e, _ in events] == ["sources", "token", "error"]
+        assert [e for e, _ in events] == ["sources", "token", "failed", "error"]
         assert events[-1][1]["status"] == 502 and "crashed" not in str(events)
     with run_server(openai_settings(fake_openai, llm_model="absent-model"), SAMPLE_VAULT) as server:
         r = server.client().get("/ask", params={"q": RUST})
