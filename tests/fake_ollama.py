@@ -89,6 +89,7 @@ class FakeLLMServer(LoopbackServer):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.open_connections = 0  # TCP connections open now
+        self.connections_made = 0  # TCP connections accepted since the start (a client that reuses none shows here)
         self.chats_in_progress = 0  # chats being answered now
         self.abandoned_chats = 0  # chats whose client closed the connection before the end of the reply
 
@@ -164,6 +165,7 @@ class LLMHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.owner._count("open_connections", 1)
+        self.owner._count("connections_made", 1)
 
     def finish(self) -> None:
         try:

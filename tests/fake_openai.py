@@ -36,6 +36,7 @@ class OpenAIScript(Script):
     error_line: bool = False  # a mid-stream error as llama.cpp's `error: {...}` line, not a `data:` event
     no_usage: bool = False  # the server ignores `stream_options.include_usage`
     fail_code: str | None = None  # the `code` of a scripted error
+    linger: float = 0.0  # seconds the server keeps the stream open after `data: [DONE]`
 
 
 class FakeOpenAI(FakeLLMServer):
@@ -173,6 +174,8 @@ class _Handler(LLMHandler):
                 if include_usage:
                     self._event({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
                 self._event("[DONE]")
+                if script.linger and not self._wait(script.linger):
+                    return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

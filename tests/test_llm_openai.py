@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,6 +218,27 @@ def test_closing_the_stream_early_closes_the_upstream_connection(fake: FakeOpenA
 
     assert run(first_piece_only()) == ["un"]
     assert fake.wait_until(lambda f: f.abandoned_chats == 1 and f.open_connections == 0, timeout=5)
+
+
+def test_the_connection_is_reused_and_a_lingering_stream_is_not_waited_for(fake: FakeOpenAI) -> None:
+    """After `[DONE]` the body's end is read, so the next chat reuses the connection; a server that keeps
+    the stream open past `[DONE]` does not hold the answer back."""
+
+    async def streams(count: int) -> float:
+        client = backend(fake)
+        started = time.monotonic()
+        try:
+            for _ in range(count):
+                assert "".join([piece async for piece in client.stream(MESSAGES, Generation())]) == "Une réponse."
+        finally:
+            await client.close()
+        return time.monotonic() - started
+
+    fake.script(reply="Une réponse.")
+    run(streams(3))
+    assert fake.connections_made == 1  # one connection served the three chats
+    fake.script(reply="Une réponse.", linger=30.0)
+    assert run(streams(2)) < 10  # not the 30 s the server lingers after each [DONE]
 
 
 def test_probe(fake: FakeOpenAI) -> None:

@@ -24,8 +24,10 @@ compatible servers send, the llama.cpp `error:` line included, which a spec-stri
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from contextlib import suppress
 from typing import Any
 
 import httpx
@@ -33,6 +35,7 @@ import httpx
 from grasbot.llm.base import Chunk, LLMBackend, LLMModelNotFound, LLMResponseError, Message, short
 
 _BAD_REPLY = "the language model server sent an unreadable reply"
+_DRAIN_SECONDS = 0.5  # the longest the end of a stream is read after its [DONE]
 
 
 def _error_of(body: Any) -> tuple[str, str | None]:
@@ -174,9 +177,17 @@ class OpenAIBackend(LLMBackend):
                 await response.aread()
                 yield parse_chunk(response.json(), streamed=False)
                 return
-            async for event, data in sse_events(response.aiter_lines()):
+            events = sse_events(response.aiter_lines())
+            async for event, data in events:
                 if data.strip() == "[DONE]":
                     yield Chunk(final=True)
+                    # Read the end of the body, so the connection goes back to the pool (closing it early
+                    # costs a new connection per question); a server that keeps the stream open past
+                    # [DONE] is not waited for.
+                    with suppress(TimeoutError):
+                        async with asyncio.timeout(_DRAIN_SECONDS):
+                            async for _ in events:
+                                pass
                     return
                 payload = json.loads(data)
                 if event == "error":
