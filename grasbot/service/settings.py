@@ -155,6 +155,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = _setting("MAX_BODY_BYTES", 16_384, "longest request body accepted, in bytes; 413 `body_too_large` above (a feedback body is a few hundred bytes)", ge=256)
     state_dir: Folder | None = _setting("GRASBOT_STATE_DIR", None, "private folder (0700, files 0600) where the workers share the reload stamp, its lock and the key that signs session ids (default: the user's state folder, never a shared temp folder)")
     allow_open_reload: bool = _setting("GRASBOT_ALLOW_OPEN_RELOAD", False, "let `grasbot serve` bind a non-loopback address while POST /reload-vault needs no token")
+    # several replicas and admission (docs/deploy.md)
+    redis_url: str | None = _setting("GRASBOT_REDIS_URL", None, "Redis (or Valkey) shared by every replica: conversation memory, reload announcements, limits (default: unset, in this process)", secret=True)
+    rate_limit: int = _setting("GRASBOT_RATE_LIMIT", 30, "questions per minute per visitor address, 429 above (0: no limit)", ge=0, le=1_000_000)
+    rate_burst: int = _setting("GRASBOT_RATE_BURST", 10, "questions a visitor may send at once above the steady rate", ge=1, le=1_000_000)
+    max_generations: int = _setting("GRASBOT_MAX_GENERATIONS", 8, "answers generated at once, over every replica with Redis; 429 above (0: no cap)", ge=0, le=100_000)
     # the stream
     stream_retry_ms: int = _setting("STREAM_RETRY_MS", 86_400_000, "the `retry:` that opens every /ask/stream: how long a browser waits before it reconnects, in ms (a day)", ge=0)
     stream_ping_seconds: float = _setting("STREAM_PING_SECONDS", 15.0, "seconds between two keep-alive comments on an open /ask/stream", ge=0.01)
@@ -166,6 +171,14 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.lower() in BACKENDS:
             return value.lower()
         raise ValueError(f"expected one of {', '.join(sorted(BACKENDS))}, got {value!r}")
+
+    @field_validator("redis_url", mode="after")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("redis", "rediss", "unix"):
+            # (a secret: its password never in the message)
+            raise ValueError(f"expected a redis://, rediss:// or unix:// URL, got {redact_url(value)!r}")
+        return value
 
     @field_validator("reload_token", mode="before")
     @classmethod
