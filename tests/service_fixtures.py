@@ -192,6 +192,9 @@ def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
         "llm_timeout": 10.0,
         "llm_connect_timeout": 1.0,
         "state_dir": state_dir_for_tests(),
+        # Every test request comes from 127.0.0.1: the limits have tests of their own (test_replicas.py)
+        "rate_limit": 0,
+        "max_generations": 0,
     }
     values.update(overrides)
     return base.with_overrides(**values)

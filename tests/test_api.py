@@ -55,7 +55,7 @@ def fake(shared_fake: FakeOllama) -> FakeOllama:
 
 @pytest.fixture
 def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client]:
-    shared_server.service.memory.clear()
+    shared_server.service.memory.inner.clear()  # (the in-process memory: no Redis here)
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
 
@@ -628,6 +628,8 @@ def serve_env(**extra: str) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "UVICORN_"))}
     env["GRASBOT_STATE_DIR"] = str(state_dir_for_tests())
+    # Every test request comes from 127.0.0.1: the limits have tests of their own (tests/test_replicas.py)
+    env["GRASBOT_RATE_LIMIT"] = env["GRASBOT_MAX_GENERATIONS"] = "0"
     env.update(extra)
     return env
 

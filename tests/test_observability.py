@@ -277,6 +277,7 @@ def _serve_traced_to(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, lan
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
     env.update(
         GRASBOT_STATE_DIR=str(state_dir_for_tests()),
+        GRASBOT_RATE_LIMIT="0",  # a dozen questions in a row from 127.0.0.1
         OLLAMA_URL=fake.url,
         LANGFUSE_PUBLIC_KEY="pk-lf-test",
         LANGFUSE_SECRET_KEY="sk-lf-SECRET-black-hole",

@@ -86,7 +86,7 @@ def test_a_reconnection_gets_204_before_any_work(api: httpx.Client, fake: FakeOl
     _, text = stream_text(api, EVENT_SOURCE, q=RUST, session_id="onglet")
     last = [b["id"] for b in sse_blocks(text) if "id" in b][-1]
     assert len(fake.chat_requests()) == 1
-    turns = shared_server.service.memory.history("onglet")
+    turns = shared_server.service.memory.inner.history("onglet")
     # What a browser sends when it comes back to a finished stream, to one cut mid-answer (an earlier id),
     # or before the first event (the opening's id): 204, no retrieval, no generation, no new turn.
     for seen in (last, last.split(".")[0] + ".1", last.split(".")[0] + ".0"):
@@ -95,7 +95,7 @@ def test_a_reconnection_gets_204_before_any_work(api: httpx.Client, fake: FakeOl
     # Even with a question that would be refused: the reconnection is answered first.
     assert api.get("/ask/stream", params={"q": ""}, headers={**EVENT_SOURCE, "Last-Event-ID": last}).status_code == 204
     assert len(fake.chat_requests()) == 1
-    assert shared_server.service.memory.history("onglet") == turns
+    assert shared_server.service.memory.inner.history("onglet") == turns
 
 
 # -- failures -----------------------------------------------------------------------------------------

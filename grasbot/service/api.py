@@ -1,4 +1,4 @@
-"""The HTTP API (DESIGN §8): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
+"""The HTTP API (docs/service.md, "The API"): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
 
 `create_app()` is a factory: tests, benchmarks and every uvicorn worker build their own app. The vault and
 its search index live in one immutable `VaultSnapshot`; a request reads the current snapshot once and uses it
@@ -49,9 +49,11 @@ from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
 from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.service.body_limit import RequestBodyLimit
-from grasbot.service.memory import ConversationMemory, Turn
+from grasbot.service.limits import Limits, LimitsConfig, LocalLimits, RedisLimits
+from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
+from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
 from grasbot.service.sessions import SessionIds
-from grasbot.service.state import private_dir, read_stamp, reload_stamp_path, session_key, stamp_version, write_stamp
+from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
 from grasbot.model import Note, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
@@ -90,6 +92,12 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
 
 
 # -- input ------------------------------------------------------------------------------------------
+def visitor_of(request: Request) -> str:
+    """The key a visitor is limited by: their address (behind a proxy, uvicorn puts the forwarded one here
+    for the proxies it trusts, `--forwarded-allow-ips`; docs/deploy.md)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
 def clean_question(raw: str) -> str:
     """The question with control and format characters removed and white space collapsed (NFC)."""
     text = unicodedata.normalize("NFC", raw)
@@ -289,14 +297,42 @@ class Service:
         self.state_dir = private_dir(settings.state_dir)
         self.stamp_path = reload_stamp_path(vault_dir, self.state_dir)
         self.sessions = SessionIds(session_key(self.state_dir))
-        self._stamp_seen = read_stamp(self.stamp_path)
+        # With Redis (several machines or containers, docs/deploy.md), memory, reload announcements and
+        # admission limits are shared through it; without, they live in this process and the stamp file.
+        limits = LimitsConfig(
+            rate=settings.rate_limit, period=60.0, burst=settings.rate_burst,
+            max_generations=settings.max_generations, lease_seconds=settings.llm_timeout + 30,
+        )  # fmt: skip
+        self.redis: Any | None = None
+        self.announcer: FileAnnouncer | RedisAnnouncer
+        self.memory: LocalMemory | RedisMemory
+        self.limits: Limits
+        if settings.redis_url:
+            self.redis = connect(settings.redis_url)
+            self.announcer = RedisAnnouncer(self.redis, url=settings.redis_url)
+            self.memory = RedisMemory(
+                self.redis,
+                max_turns=settings.memory_max_turns,
+                max_chars=settings.memory_max_chars,
+                ttl_seconds=settings.memory_ttl_seconds,
+            )
+            self.limits = RedisLimits(self.redis, limits)
+        else:
+            self.announcer = FileAnnouncer(self.stamp_path)
+            self.memory = LocalMemory(
+                ConversationMemory(
+                    max_turns=settings.memory_max_turns,
+                    max_chars=settings.memory_max_chars,
+                    ttl_seconds=settings.memory_ttl_seconds,
+                    max_sessions=settings.memory_max_sessions,
+                )
+            )
+            self.limits = LocalLimits(limits)
+        # The version is read before the vault: a reload announced while this worker loads is followed.
+        # (None: Redis cannot say now; the first question then compares again and reloads if needed.)
+        self._stamp_seen = self.announcer.current_sync() or ""
         self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
-        self.memory = ConversationMemory(
-            max_turns=settings.memory_max_turns,
-            max_chars=settings.memory_max_chars,
-            ttl_seconds=settings.memory_ttl_seconds,
-            max_sessions=settings.memory_max_sessions,
-        )
+        self._listener: asyncio.Task[None] | None = None
         self.options = GenerationOptions(
             num_ctx=settings.llm_num_ctx,
             num_predict=settings.llm_num_predict,
@@ -314,6 +350,9 @@ class Service:
 
     async def start(self) -> None:
         s = self.settings
+        # Every replica hears every announced reload at once (Redis pub/sub) and reloads in the background;
+        # `catch_up` before each answer is what guarantees it (a message can be missed).
+        self._listener = self.announcer.listen(self._announced)
         self.llm = LLMClient(
             s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
         )
@@ -326,6 +365,10 @@ class Service:
         return task
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._listener
         if self._following is not None and not self._following.done():
             self._following.cancel()
             with suppress(asyncio.CancelledError):
@@ -334,6 +377,9 @@ class Service:
             await cancel_and_wait(task)
         if self.llm is not None:
             await self.llm.aclose()
+        if self.redis is not None:
+            with suppress(Exception):
+                await self.redis.aclose()
         # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop. It is
         # bounded (SHUTDOWN_SECONDS), and a second stop signal meanwhile ends it at once.
         abandon = threading.Event()
@@ -351,7 +397,7 @@ class Service:
         Reading the stamp is one small file read.
         """
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
-        while read_stamp(self.stamp_path) != self._stamp_seen:
+        while await self._announced_stamp() != self._stamp_seen:
             if self._following is None or self._following.done():
                 self._following = self.spawn(self._follow())
             following = self._following
@@ -364,10 +410,21 @@ class Service:
                     503, "vault_unavailable", "the vault changed and could not be reloaded; try again later"
                 )
 
+    async def _announced_stamp(self) -> str:
+        """What the announcer says now; what this worker has seen when it cannot say (Redis down: each
+        replica then serves what it has, and `/health` says degraded)."""
+        stamp = await self.announcer.current()
+        return self._stamp_seen if stamp is None else stamp
+
+    async def _announced(self, version: int) -> None:
+        """A reload announced by any replica (Redis pub/sub): follow it now, in the background."""
+        if str(version) != self._stamp_seen and (self._following is None or self._following.done()):
+            self._following = self.spawn(self._follow())
+
     async def _follow(self) -> bool:
         """Reload because another worker announced a reload; False if the vault could not be read."""
         async with self._reload_lock:
-            stamp = read_stamp(self.stamp_path)  # before reading the vault: what it announces is on disk
+            stamp = await self._announced_stamp()  # before reading the vault: what it announces is on disk
             if stamp == self._stamp_seen:
                 return True  # done meanwhile (by this worker's own reload)
             try:
@@ -378,7 +435,7 @@ class Service:
 
     async def reload(self, announce: bool = True) -> dict[str, Any]:
         async with self._reload_lock:
-            return await self._reload_locked(announce=announce, stamp=read_stamp(self.stamp_path))
+            return await self._reload_locked(announce=announce, stamp=await self._announced_stamp())
 
     async def _reload_locked(self, announce: bool, stamp: str) -> dict[str, Any]:
         old = self.snapshot
@@ -393,11 +450,10 @@ class Service:
                 f"the vault could not be read ({type(error).__name__}); still serving the previous version",
             ) from None
         if announce:
-            # In a worker thread: the stamp's lock may be held (by a stuck process), and waiting for it on
-            # the event loop would freeze every request of this worker, /health included.
-            written, version = await asyncio.to_thread(write_stamp, self.stamp_path, old.version + 1)
-            # (if the stamp could not be written, what is in the file now is what this worker has seen)
-            stamp = written if written is not None else read_stamp(self.stamp_path)
+            # (never on the event loop: grasbot/service/shared.py)
+            written, version = await self.announcer.announce(old.version + 1)
+            # (if it could not be announced, what is announced now is what this worker has seen)
+            stamp = written if written is not None else await self._announced_stamp()
         else:
             version = stamp_version(stamp) or old.version + 1
         # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
@@ -408,7 +464,7 @@ class Service:
         elapsed = (time.perf_counter() - started) * 1000
         changes = _changes(old, new)
         if changes["removed"]:
-            self._forget_answers_from_before(new)
+            await self._forget_answers_from_before(new)
         log.info(
             "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
             new.version, new.size, len(changes["added"]), len(changes["removed"]),
@@ -425,12 +481,35 @@ class Service:
             "elapsed_ms": round(elapsed, 1),
         }
 
-    def _forget_answers_from_before(self, new: VaultSnapshot) -> None:
+    async def _forget_answers_from_before(self, new: VaultSnapshot) -> None:
         """A note left the public set (made private, deleted): a remembered answer may quote it, and would
         go back to the model, the trace and the visitor with the next question of its session. Every turn
         answered from an older snapshot is forgotten, including those of generations still under way,
         which end after this reload (grasbot/service/memory.py)."""
-        self.memory.forget_answers_before(new.version)
+        await self.memory.forget_answers_before(new.version)
+
+    # -- admission ----------------------------------------------------------------------------------
+    async def admit(self, visitor: str) -> str | None:
+        """May `visitor` (an address) start an answer now? The rate limit, then a generation slot
+        (grasbot/service/limits.py): the slot's token, to give back with `release`, or ApiError 429 with
+        `Retry-After`. A refusal comes before any retrieval or generation, so a flood costs nothing."""
+        rate = await self.limits.admit(visitor)
+        if not rate.allowed:
+            raise ApiError(
+                429, "rate_limited", "too many questions from this address; try again later",
+                retry_after=int(rate.retry_after_header),
+            )  # fmt: skip
+        slot, token = await self.limits.acquire()
+        if not slot.allowed:
+            raise ApiError(
+                429, "busy", "every answer slot is taken; try again in a moment",
+                retry_after=int(slot.retry_after_header),
+            )  # fmt: skip
+        return token
+
+    async def release(self, token: str | None) -> None:
+        """Give a generation slot back, even from a request being cancelled (a visitor who left)."""
+        await asyncio.shield(self.limits.release(token))
 
     # -- answering ----------------------------------------------------------------------------------
     def _retrieve(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> Retrieval:
@@ -469,7 +548,7 @@ class Service:
         if self.llm is None:
             raise RuntimeError("the service is not started")
         session_id = self.sessions.continue_or_start(session_id)
-        history = self.memory.history(session_id)
+        history = await self.memory.history(session_id)
         # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
         min_score = s.search_min_score if s.search_min_score is not None else "engine-default"
         metadata = {"top_k": s.search_top_k, "min_score": min_score}
@@ -572,7 +651,7 @@ class Service:
                     )
             trace.update(output={"response": generation.text, "sources_count": len(sources), "grounded": grounded})
         # Tagged with the snapshot it was answered from: refused if a reload removed a note since.
-        self.memory.remember(session_id, question, generation.text, answered_from=snap.version)
+        await self.memory.remember(session_id, question, generation.text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         return Answer(200, {"response": generation.text, **base}, generation.text, timings)
 
@@ -604,7 +683,16 @@ class Service:
             llm["in_flight"] = self.llm.in_flight
             llm["max_connections"] = self.llm.max_connections
             llm["saturated"] = self.llm.in_flight >= self.llm.max_connections
-        healthy = llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None
+        shared = {
+            "backend": "redis" if self.redis is not None else "local",
+            "memory": self.memory.status(),
+            "announcements": self.announcer.status(),
+            "limits": self.limits.status(),
+        }
+        shared_ok = all(v == "ok" for k, v in shared.items() if k != "backend")
+        healthy = (
+            llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None and shared_ok
+        )
         config = self.settings.public_view()
         body: dict[str, Any] = {
             "status": "ok" if healthy else "degraded",
@@ -621,6 +709,7 @@ class Service:
             "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
             "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
+            "shared": shared,
         }
         if details:
             body["worker_pid"] = os.getpid()
@@ -755,6 +844,8 @@ async def _log_start(service: Service, root: Path) -> None:
 # -- the event stream (GET /ask/stream; docs/service.md, "The stream") -------------------------------
 # Framing, keep-alive comments and the client's disconnection are sse-starlette's; what is GrasBot's is
 # below: an `id:` on every event, a long `retry:` first, 204 to a reconnection, rejections as an event.
+# (FastAPI's own SSE runs only a generator endpoint, whose status is sent before its first line runs, so
+# the 204, the 403 and the rejection stream could not be chosen before it; and its ping interval is fixed.)
 
 #: The reference chat page (`/demo`, when DEMO_PAGE is on), shipped as package data.
 STATIC_DIR = Path(__file__).with_name("static")
@@ -878,13 +969,20 @@ _INTERNAL_ERROR = {"status": 500, "error": "internal_error", "message": "interna
 
 
 async def answer_events(
-    service: Service, question: str, session_id: str | None, user_id: str | None, legacy_error: bool
+    service: Service,
+    question: str,
+    session_id: str | None,
+    user_id: str | None,
+    legacy_error: bool,
+    slot: str | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """The events of one answer: the opening, `sources`, `token`s, then `done` or `failed`.
 
     `legacy_error`: send the deprecated `error` right after `failed` (clients that do not accept
     `text/event-stream`: scripts written when the failure event had that name; never an EventSource, where
     an event named `error` reaches the page's `onerror` and cannot be told from a lost connection).
+    `slot`: the generation slot admitted for this answer, given back when the stream ends (a stream that
+    never starts leaves it to expire: slots are leases, grasbot/service/limits.py).
     """
     ids = EventIds()
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
@@ -934,6 +1032,7 @@ async def answer_events(
             getter.cancel()
         if task is not None:
             await cancel_and_wait(task)
+        await service.release(slot)
 
 
 def create_app(settings: Settings | None = None, vault_dir: str | Path | None = None) -> FastAPI:
@@ -981,7 +1080,10 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message, **exc.extra)
+        response = _error(exc.status, exc.code, exc.message, **exc.extra)
+        if "retry_after" in exc.extra:
+            response.headers["Retry-After"] = str(exc.extra["retry_after"])
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -1017,6 +1119,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
         await service.catch_up()  # never an answer from a vault another worker has reloaded since
+        slot = await service.admit(visitor_of(request))
         # The generation runs in its own task, cancelled if the visitor leaves before the answer.
         task = service.spawn(service.answer(question, sid, uid))
         watcher = asyncio.ensure_future(_wait_for_disconnect(request))
@@ -1025,6 +1128,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         finally:
             watcher.cancel()
             await cancel_and_wait(task)
+            await service.release(slot)
         if task.cancelled() or not task.done():  # the client is gone: nobody reads this response
             return Response(status_code=499)
         result = task.result()
@@ -1052,11 +1156,12 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
             question = _check_question(q, settings.ask_max_chars)
             sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
             await service.catch_up()  # never an answer from a vault another worker has reloaded since
+            slot = await service.admit(visitor_of(request))  # 429 before any work (grasbot/service/limits.py)
         except ApiError as error:
             if not as_event_source:
                 raise
             return rejection_stream(error, settings)
-        events = answer_events(service, question, sid, uid, legacy_error=not as_event_source)
+        events = answer_events(service, question, sid, uid, legacy_error=not as_event_source, slot=slot)
         return event_stream_response(events, settings)
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")

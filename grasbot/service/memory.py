@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from grasbot.answer.conversation import Turn
 
-__all__ = ["ConversationMemory", "Turn"]
+__all__ = ["ConversationMemory", "LocalMemory", "Turn"]
 
 
 class ConversationMemory:
@@ -116,3 +116,27 @@ class ConversationMemory:
             return kept
         horizon = self._clock() - self.ttl_seconds
         return [(v, t) for v, t in kept if t.at >= horizon]
+
+
+class LocalMemory:
+    """A `ConversationMemory` behind the async interface of `grasbot.service.shared.RedisMemory`, so the
+    service awaits either the same way."""
+
+    def __init__(self, memory: ConversationMemory) -> None:
+        self.inner = memory
+
+    @property
+    def enabled(self) -> bool:
+        return self.inner.enabled
+
+    async def history(self, session_id: str | None) -> list[Turn]:
+        return self.inner.history(session_id)
+
+    async def remember(self, session_id: str | None, question: str, answer: str, *, answered_from: int) -> bool:
+        return self.inner.remember(session_id, question, answer, answered_from=answered_from)
+
+    async def forget_answers_before(self, version: int) -> None:
+        self.inner.forget_answers_before(version)
+
+    def status(self) -> str:
+        return "ok"

@@ -1,4 +1,4 @@
-"""Report formats, in a registry: `text` (people), `json` (other tools), `github` (workflow annotations),
+"""Report formats, in a registry: `text` (people), `json` (other tools, docs/architecture.md), `github` (workflow annotations),
 `sarif` (code scanning). Each is a `Format` naming the module that renders it; that module exposes
 `render(result, shown) -> str` (`shown` turns a vault path into the path the report shows). `FORMATS` (and so
 the `--format` choices of `vaulttools lint`) come from the registry: a new format is one module and one
