@@ -21,18 +21,19 @@ pytestmark = pytest.mark.skipif(not SAMPLE_VAULT.is_dir(), reason="the bundled v
 
 
 def test_ask_and_stream_through_the_openai_backend(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(reply="Il écrit du Rust [rust].")
+    reply = "Aurèle a appris Rust en 2020, en réécrivant un outil de géocodage [rust]."  # verified: sources served
+    fake_openai.script(reply=reply)
     with run_server(openai_settings(fake_openai), SAMPLE_VAULT) as server:
         client = server.client()
         body = client.get("/ask", params={"q": RUST}).json()
-        assert body["response"] == "Il écrit du Rust [rust]." and body["sources"][0]["slug"] == "rust"
+        assert body["response"] == reply and body["sources"][0]["slug"] == "rust"
         sent = fake_openai.chat_requests()[-1]
         assert sent["stream"] is False and sent["messages"][-1]["role"] == "user"
         assert "rust" in sent["messages"][-1]["content"].lower()
         followup = {"q": "et en quel langage ?", "session_id": body["session_id"]}  # the id the server issued
         events = sse_events(client.get("/ask/stream", params=followup).text)
         assert [e for e, _ in events][0] == "sources" and events[-1][0] == "done"
-        assert "".join(d["text"] for e, d in events if e == "token") == "Il écrit du Rust [rust]."
+        assert "".join(d["text"] for e, d in events if e == "token") == reply
         streamed = fake_openai.chat_requests()[-1]
         assert streamed["stream"] is True and streamed["stream_options"] == {"include_usage": True}
         assert len(streamed["messages"]) == 4  # system, the remembered turn, the follow-up
