@@ -273,8 +273,21 @@ def entry_of(link: Link) -> LinkEntry | None:
     return (raw, link[1], link[2], link[3], link[4], span[0], span[1], link[6])
 
 
-def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading], set[str]]:
-    """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores."""
+#: The most links read from one note. Real notes hold a few hundred at most (the largest MOC of the corpora
+#: a few thousand); a note beyond this is a generated or hostile file, and reading millions of links would
+#: hold the vault for seconds and hundreds of MB. `scan_body` stops one link past it; `grasbot.vault` then
+#: keeps this many, reports the note (`too-many-links`) and hides it from visitors (the links it did not
+#: read could name private notes that redaction would then not see).
+MAX_LINKS_PER_NOTE = 20_000
+
+
+def scan_body(
+    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE
+) -> tuple[list[LinkEntry], list[Heading], set[str]]:
+    """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores.
+
+    Each kind of link is read up to `max_links` + 1 (more than `max_links` tells the caller there were too
+    many); the scan is linear in the body's length, also on one very long line."""
     links: list[LinkEntry] = []
     headings: list[Heading] = []
     has_wiki = "[[" in body
@@ -292,14 +305,19 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     wiki_starts: list[int] = []
     wiki_ends: list[int] = []
     if has_wiki:
-        # line numbers by counting line breaks since the previous match (matches come in order)
+        # line numbers by counting line breaks since the previous match (matches come in order), and the
+        # start of the current line likewise: searching back from each match to its line's start would be
+        # quadratic on one long line of links (a 3.8 MB line took 30 s)
         line = first_line
         last = 0
+        line_start = 0
         append = links.append
         start_append = wiki_starts.append
         end_append = wiki_ends.append
         wiki, embed = LinkKind.WIKILINK, LinkKind.EMBED
         for m in _WIKI_RE.finditer(masked):
+            if len(links) > max_links:
+                break
             start, end = m.span()
             kind = wiki
             if start:
@@ -319,24 +337,30 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
                 if not target:
                     continue  # [[ ]]: not a link
                 anchor = display = None
-            line += count("\n", last, start)
+            breaks = count("\n", last, start)
+            if breaks:
+                line += breaks
+                line_start = rfind("\n", last, start) + 1
             last = start
             raw = body[start:end]
             # (texts shared with equal ones: the same `[[name]]` recurs across notes, and the resolver
             # then hashes each target once)
             append((share(raw, raw), share(target, target), anchor, display, kind, line,
-                    start - rfind("\n", 0, start), None))
+                    start - line_start + 1, None))
             start_append(start)
             end_append(end)
     if has_md:
         line = first_line
         last = 0
+        line_start = 0
         md = LinkKind.MARKDOWN
         md_links: list[LinkEntry] = []
         append = md_links.append
         wi = 0
         n_wiki = len(wiki_ends)
         for m in _MD_RE.finditer(masked):
+            if len(md_links) > max_links:
+                break
             start, end = m.span()
             if start:
                 before = masked[start - 1]
@@ -357,10 +381,13 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
                 target, anchor = dest.strip(), None
             else:
                 target, anchor = _split_markdown(dest)
-            line += count("\n", last, start)
+            breaks = count("\n", last, start)
+            if breaks:
+                line += breaks
+                line_start = rfind("\n", last, start) + 1
             last = start
             # (a markdown link's text is seldom repeated: not shared)
-            col = start - rfind("\n", 0, start)
+            col = start - line_start + 1
             append((body[start:end], share(target, target), anchor, text, md, line, col, None))
         if md_links:
             if links:

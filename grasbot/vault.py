@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from grasbot.markdown.frontmatter import clear_caches, parse_bytes
 from grasbot.links import (
+    MAX_LINKS_PER_NOTE,
     _KEY_CACHE,
     _LINK_KEY_CACHE,
     _NO_BLOCKS,
@@ -38,13 +39,76 @@ from grasbot.links import (
     name_key_fast,
     scan_body,
 )
-from grasbot.model import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
+from grasbot.model import (
+    Link,
+    LinkKind,
+    LinkStatus,
+    Note,
+    PrivacyPolicy,
+    Problem,
+    Resolution,
+    Span,
+    visible_to_visitors,
+)
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
 DEFAULT_EXCLUDE: tuple[str, ...] = (".obsidian", ".trash", "README.md", "TAXONOMIE.md", "templates")
 
-__all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault", "read_note"]
+__all__ = ["DEFAULT_EXCLUDE", "PRIVACY_FILE", "LinkChange", "Vault", "read_note", "read_privacy"]
+
+#: The vault's own configuration file, whose `[privacy]` table names private folders and tags (the same
+#: file holds `[lint]`, see docs/rules.md); read by the vault so that every tool that loads it agrees.
+PRIVACY_FILE = "vaulttools.toml"
+
+
+def read_privacy(root: str | Path) -> tuple[PrivacyPolicy, Problem | None]:
+    """The `[privacy]` table of `root/vaulttools.toml` (none when the file or the table is absent):
+
+        [privacy]
+        private-folders = ["journal", "perso/famille"]
+        private-tags = ["private"]
+
+    A file that cannot be read, or a table of the wrong shape, hides every note (fail closed: which
+    notes it meant to hide is unknown) and comes with a problem naming the file and what is wrong.
+    """
+    import tomllib
+
+    path = Path(root) / PRIVACY_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return PrivacyPolicy(), None
+    except OSError as exc:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"not readable ({exc.strerror or exc}): every note is hidden until it is", "privacy-config"
+        )
+    if b"privacy" not in raw:
+        return PrivacyPolicy(), None  # (a `[lint]`-only file: the lint configuration reports its own errors)
+    try:
+        table = tomllib.loads(raw.decode("utf-8")).get("privacy")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"invalid TOML ({exc}): every note is hidden until it is fixed", "privacy-config"
+        )
+    if table is None:
+        return PrivacyPolicy(), None
+    lists: dict[str, tuple[str, ...]] = {}
+    unknown = sorted(set(table) - {"private-folders", "private-tags"}) if isinstance(table, dict) else []
+    for key in ("private-folders", "private-tags"):
+        value = table.get(key, []) if isinstance(table, dict) else None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            return PrivacyPolicy(everything=True), Problem(
+                PRIVACY_FILE, 1, 1, f"[privacy] {key} must be a list of names (e.g. [\"journal\"]): every note "
+                "is hidden until it is fixed", "privacy-config",
+            )
+        lists[key] = tuple(v.strip() for v in value)
+    if unknown:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"[privacy] has unknown keys {', '.join(unknown)} (known: private-folders, "
+            "private-tags): every note is hidden until it is fixed", "privacy-config",
+        )
+    return PrivacyPolicy(lists["private-folders"], lists["private-tags"]), None
 
 # Prefix of reverse-index keys that record "this broken link's text may equal an alias".
 _ALIAS = "\0"
@@ -68,6 +132,8 @@ def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
     parsed = parse_bytes(raw, rel, positions=False)
     entries, headings, blocks = scan_body(parsed.body, parsed.body_line)
+    if len(entries) > MAX_LINKS_PER_NOTE:
+        _cap_links(rel, entries, parsed.problems)
     if not blocks:
         blocks = _NO_BLOCKS  # type: ignore[assignment]  # one shared empty set instead of one per note (216 bytes)
     links: list[Link] | None = None
@@ -104,6 +170,18 @@ def read_note(rel: str, raw: bytes) -> Note:
     if parsed.positions_skipped:  # computed from the text on first access, as for the common case
         note._keys = note._items = None
     return note
+
+
+def _cap_links(rel: str, entries: list[tuple[object, ...]], problems: list[Problem]) -> None:
+    """Keep the first MAX_LINKS_PER_NOTE links of a note that holds more, and say so (the note is hidden from
+    visitors: see `grasbot.model.visible_to_visitors`)."""
+    line, column = entries[MAX_LINKS_PER_NOTE][5:7]
+    del entries[MAX_LINKS_PER_NOTE:]
+    problems.append(Problem(
+        rel, line, column,  # type: ignore[arg-type]
+        f"more than {MAX_LINKS_PER_NOTE:,} links: the links from here on are not read, and the note is not "
+        "served to visitors (its unread links could name private notes); split the note", "too-many-links",
+    ))
 
 
 _OK = LinkStatus.OK
@@ -224,9 +302,13 @@ class Vault:
     files: set[str]  # every non-note file (attachments), vault-relative
     problems: list[Problem]  # problems that belong to no note (symlink loop, unreadable folder, ...)
 
-    def __init__(self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> None:
+    def __init__(
+        self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, privacy: PrivacyPolicy | None = None
+    ) -> None:
         self.root = root
         self.exclude = tuple(exclude)
+        # (the real path: symbolic links are followed only to targets under it)
+        self._real_root = os.path.realpath(root)
         # names (no "/") match any path part; entries with "/" match a vault-relative path prefix
         self._exclude_names = frozenset(name_key(e.strip("/")) for e in exclude if "/" not in e.strip("/"))
         self._exclude_paths = tuple(name_key(e.strip("/")) for e in exclude if "/" in e.strip("/"))
@@ -251,12 +333,22 @@ class Vault:
         # (these two hold tuples after a load, sets once an update changed them: see _index_add)
         self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
+        #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
+        #: plus `privacy` from the caller, such as the service's settings).
+        own, problem = read_privacy(root)
+        self.privacy: PrivacyPolicy = own.merged(privacy)
+        self._privacy_problem = problem
+        if problem is not None:
+            self.problems.append(problem)
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
-    def load(cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> Vault:
+    def load(
+        cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, privacy: PrivacyPolicy | None = None
+    ) -> Vault:
         """Read every note under `root`. Never raises on a bad file; raises FileNotFoundError /
-        NotADirectoryError with a clear message when `root` itself is missing or not a folder."""
+        NotADirectoryError with a clear message when `root` itself is missing or not a folder.
+        `privacy` adds private folders and tags to those of the vault's own `vaulttools.toml`."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"vault folder not found: {root}")
@@ -267,7 +359,7 @@ class Vault:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            vault = cls._load(root.resolve(), exclude)
+            vault = cls._load(root.resolve(), exclude, privacy)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -285,8 +377,8 @@ class Vault:
         return vault
 
     @classmethod
-    def _load(cls, root: Path, exclude: tuple[str, ...]) -> Vault:
-        vault = cls(root, exclude)
+    def _load(cls, root: Path, exclude: tuple[str, ...], privacy: PrivacyPolicy | None = None) -> Vault:
+        vault = cls(root, exclude, privacy)
         notes: list[Note] = []
         for rel, full in vault._walk():
             if _is_note_name(rel):
@@ -365,6 +457,9 @@ class Vault:
                 name_lower = name_key_fast(name)
                 if name_lower in exclude_names or (exclude_paths and self._excluded(name_key(rel), name_lower)):
                     continue
+                if entry.is_symlink() and not self._inside(entry.path):
+                    self._outside_problem(rel)
+                    continue
                 try:
                     is_dir = entry.is_dir()  # follows symlinks
                 except OSError:
@@ -393,6 +488,40 @@ class Vault:
                     continue
                 yield rel, entry.path
             stack.extend(reversed(subdirs))
+
+    def _inside(self, full: str) -> bool:
+        """Whether `full`, symbolic links followed, is the vault's root or under it."""
+        real = os.path.realpath(full)
+        root = self._real_root
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def _outside_problem(self, rel: str) -> None:
+        # (the target is not named: it is outside the vault, and may be what the link hides)
+        self.problems.append(Problem(
+            rel, 1, 1, "symbolic link to a target outside the vault (symlink-outside-vault): skipped; a vault "
+            "reads only its own files: move the target into the vault or remove the link", "symlink-outside-vault",
+        ))
+
+    def _symlink_verdict(self, rel: str) -> str | None:
+        """For an update of `rel`: "outside" when a symbolic link on its path leads outside the vault, "loop"
+        when a folder link on it leads back to one of its own parent folders (the vault root included), as
+        the load's walk decides for the same path; None when it may be read."""
+        parts = rel.split("/")
+        root = self._real_root
+        path = str(self.root)
+        for i, part in enumerate(parts):
+            parent = path
+            path = os.path.join(path, part)
+            if not os.path.islink(path):
+                continue
+            if not self._inside(path):
+                return "outside"
+            real = os.path.realpath(path)
+            real_parent = os.path.realpath(parent)
+            if i < len(parts) - 1 or os.path.isdir(path):
+                if real == root or real_parent == real or real_parent.startswith(real.rstrip(os.sep) + os.sep):
+                    return "loop"
+        return None
 
     def _link_problem(self, rel: str, full: str) -> None:
         try:
@@ -434,7 +563,13 @@ class Vault:
             note = read_note(rel, b"")
             note.problems[:] = [Problem(rel, 1, 1, f"file not readable: {exc.strerror or exc}", "unreadable")]
             return note
-        return read_note(rel, raw)
+        return self.with_privacy(read_note(rel, raw))
+
+    def with_privacy(self, note: Note) -> Note:
+        """`note`, withheld from visitors when the vault's `PrivacyPolicy` says so (see `Note.withheld`)."""
+        if self.privacy:
+            note.withheld = self.privacy.withheld(note)
+        return note
 
     # -- ids -------------------------------------------------------------------------------------------
     @staticmethod
@@ -872,6 +1007,14 @@ class Vault:
         self._drop_problems(rel)
         if self._is_excluded_path(rel):
             return self.remove_file(rel) if (rel in self.notes or rel in self.files) else LinkChange()
+        verdict = self._symlink_verdict(rel) if rel else None
+        if verdict is not None:  # what a fresh load would skip, an update skips too (watch and lint agree)
+            change = self.remove_file(rel) if (rel in self.notes or rel in self.files or self._has_under(rel)) else LinkChange()
+            if verdict == "outside":
+                self._outside_problem(rel)
+            else:
+                self.problems.append(Problem(rel, 1, 1, "symbolic link loop (folder already visited): skipped", "unreadable"))
+            return change
         if full.is_dir():
             change = LinkChange()
             for sub_rel, _ in self._walk(rel):
@@ -888,6 +1031,10 @@ class Vault:
         if note is None:  # vanished or a link loop: the problem is recorded, the old note is gone
             return self.remove_file(rel)
         return self._replace_note(note)
+
+    def _has_under(self, rel: str) -> bool:
+        prefix = rel.rstrip("/") + "/"
+        return any(p.startswith(prefix) for p in chain(self.notes, self.files))
 
     def _update_attachment(self, rel: str) -> LinkChange:
         if rel in self.files:

@@ -289,9 +289,13 @@ class VaultWatcher:
         if not self.root.is_dir():
             raise WatchError(f"not a folder: {self.root}")
         if self._poll:
-            from watchdog.observers.polling import PollingObserver
+            from watchdog.observers.polling import PollingObserverVFS
 
-            observer: Any = PollingObserver(timeout=self._poll_interval)
+            # lstat, not stat: the poller then never descends a symbolic link (a link to `/` would have it
+            # walk the disk at every poll, a link to the vault loop), as the inotify observer never does;
+            # a link's own creation or removal is still seen, and `Vault.update_file` applies the vault's
+            # rule to it (followed only to a target inside the vault)
+            observer: Any = PollingObserverVFS(os.lstat, os.scandir, polling_interval=self._poll_interval)
         else:
             from watchdog.observers import Observer
 

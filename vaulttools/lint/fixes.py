@@ -502,13 +502,20 @@ def fix_bytes(path: str, raw: bytes, diagnostics: Sequence[Diagnostic]) -> FileF
 def write_fixed(root: Path, fix: FileFix) -> None:
     """Replace the file with `fix.fixed`, atomically, only if it still holds `fix.original`.
 
-    A note that is a symbolic link is written where the link points (the link stays a link). A file with
+    A note that is a symbolic link is written where the link points (the link stays a link), only when that
+    is inside the vault (the rule of `grasbot.vault`: a link out of the vault is not a note, and a fix never
+    writes outside the vault, even if a link was changed since the vault was read). A file with
     several hard links is not written: a rename gives it a new inode, so the other names would keep the old
     content without a word; raises FileNotWritableError saying so.
 
     Raises FileChangedError when the file changed since it was read (an editor saved meanwhile).
     """
     target = Path(os.path.realpath(root / fix.path))
+    real_root = os.path.realpath(root)
+    if not str(target).startswith(real_root.rstrip(os.sep) + os.sep):
+        raise FileNotWritableError(
+            f"{fix.path}: a symbolic link to a file outside the vault (symlink-outside-vault); not fixed"
+        )
     if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
         raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
     st = os.stat(target)
