@@ -513,12 +513,12 @@ def other_visibility_keys(meta: dict[str, Any]) -> list[str]:
     return [k for k in meta if is_visibility_key(k)]
 
 
-def _says_public(value: object) -> bool:
+def says_public(value: object) -> bool:
     """`public`, in any case and with blanks around (`Public`, ` public `): what the bot serves."""
     return isinstance(value, str) and value.strip().lower() == "public"
 
 
-def _says_true(value: object) -> bool:
+def says_true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
 
 
@@ -560,17 +560,17 @@ def private_by_fields(meta: dict[str, Any]) -> str | None:
     - `private: true`;
     - a `visibility` nested inside another field (`meta: {visibility: private}`) that is not `public`.
     """
-    if _VISIBILITY in meta and not _says_public(meta[_VISIBILITY]):
+    if _VISIBILITY in meta and not says_public(meta[_VISIBILITY]):
         return _shown(_VISIBILITY, meta[_VISIBILITY])
     for key in meta:
-        if key.__class__ is str and is_visibility_key(key) and not _says_public(meta[key]):
+        if key.__class__ is str and is_visibility_key(key) and not says_public(meta[key]):
             return _shown(key, meta[key])
-    if "publish" in meta and not _says_true(meta["publish"]):
+    if "publish" in meta and not says_true(meta["publish"]):
         return _shown("publish", meta["publish"])
-    if "private" in meta and _says_true(meta["private"]):
+    if "private" in meta and says_true(meta["private"]):
         return _shown("private", meta["private"])
     for top, value in nested_visibility(meta):
-        if not _says_public(value):
+        if not says_public(value):
             return f"a visibility inside `{top}`"
     return None
 
