@@ -239,6 +239,45 @@ def _split_markdown(dest: str) -> tuple[str, str | None]:
     return (unquote(dest) if "%" in dest else dest).strip(), anchor
 
 
+# An HTML anchor `<a href="Note.md">text</a>` (the closing tag on the same line, when there is one): Obsidian
+# renders it as a link and follows a relative href into the vault. Its raw text runs to `</a>`, so that
+# redaction removes the text with the target.
+_HTML_A_RE = re.compile(
+    r"<a\s[^<>\n]*?\bhref[ \t]*=[ \t]*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"'<>`]+))[^<>\n]*>(?:[^<\n]*</a>)?",
+    re.IGNORECASE,
+)
+# A link reference definition `[label]: Some%20Note.md "title"` at the start of a line (up to three spaces);
+# `[^1]: text` is a footnote, not a definition.
+_REF_DEF_RE = re.compile(
+    r"^[ ]{0,3}\[(?!\^)([^\[\]\n]+)\]:[ \t]*(?:<([^<>\n]*)>|(\S+))(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$",
+    re.MULTILINE,
+)
+_OBSIDIAN_OPEN = "obsidian://open?"
+
+
+def local_target(dest: str) -> tuple[str, str | None] | None:
+    """`(target, anchor)` of a link destination that may point into the vault: a relative path (percent-
+    decoded, `#anchor` split off), or the `file=` of an `obsidian://open?vault=…&file=…` URI (the note that
+    URI opens; resolved as the other forms are). None for any other URL (`https:`, `mailto:`, `obsidian://`
+    without `file=`)."""
+    dest = dest.strip()
+    if dest[:16].lower() == _OBSIDIAN_OPEN:
+        for part in dest[16:].split("&"):
+            name, _, value = part.partition("=")
+            if name == "file" and value:
+                return _split_markdown(value)
+        return None
+    if is_external(dest):
+        return None
+    return _split_markdown(dest)
+
+
+def is_obsidian_uri(raw: str) -> bool:
+    """Whether a link's raw text holds an `obsidian://open` URI (such a link that finds no file may name a
+    note of another vault: it is EXTERNAL, not broken)."""
+    return "obsidian://" in raw.lower()
+
+
 def is_external(target: str) -> bool:
     """A URL (``https:``, ``mailto:``, ``obsidian:``...) or a protocol-relative ``//host`` address."""
     return bool(_SCHEME_RE.match(target)) or target.startswith("//")
@@ -378,7 +417,8 @@ def scan_body(
             if dest is None or not dest.strip():
                 continue
             if is_external(dest):
-                target, anchor = dest.strip(), None
+                local = local_target(dest) if dest[:1] in "oO" else None  # (an obsidian://open URI)
+                target, anchor = local if local is not None else (dest.strip(), None)
             else:
                 target, anchor = _split_markdown(dest)
             breaks = count("\n", last, start)
@@ -395,6 +435,11 @@ def scan_body(
                 links.sort(key=_ENTRY_ORDER)
             else:
                 links = md_links
+    if "<" in masked or "]:" in masked:
+        other = _other_links(body, masked, first_line, max_links, wiki_starts, wiki_ends)
+        if other:
+            links.extend(other)
+            links.sort(key=_ENTRY_ORDER)
     if has_heading and ("\n#" in masked or masked.startswith("#")):
         line = first_line
         last = 0
@@ -415,6 +460,53 @@ def scan_body(
             if not start or masked[start - 1] in _BLOCK_BEFORE:
                 blocks.add(m[1])
     return links, headings, blocks
+
+
+def _other_links(
+    body: str, masked: str, first_line: int, max_links: int, wiki_starts: list[int], wiki_ends: list[int]
+) -> list[LinkEntry]:
+    """The rarer forms, as MARKDOWN links (resolved relative-first, as a markdown link is): HTML anchors
+    `<a href="Note.md">` and reference definitions `[x]: Note.md`, whose destination points into the vault
+    (`local_target`). Kept, as every form the resolver follows must be, so that `private-link` and
+    redaction see them."""
+    found: list[tuple[int, int, str, str | None, str | None]] = []  # (start, end, target, anchor, display)
+    if "<" in masked:
+        for m in _HTML_A_RE.finditer(masked):
+            if len(found) > max_links:
+                break
+            dest = next(g for g in m.groups() if g is not None)
+            local = local_target(dest) if dest.strip() else None
+            if local is not None:
+                found.append((m.start(), m.end(), local[0], local[1], None))
+    if "]:" in masked:
+        for m in _REF_DEF_RE.finditer(masked):
+            if len(found) > max_links:
+                break
+            dest = m[2] if m[2] is not None else m[3]
+            local = local_target(dest) if dest and dest.strip() else None
+            if local is not None:
+                start = m.start() + len(m[0]) - len(m[0].lstrip(" "))
+                found.append((start, m.end(), local[0], local[1], m[1]))
+    if not found:
+        return []
+    found.sort()
+    out: list[LinkEntry] = []
+    md = LinkKind.MARKDOWN
+    line, last, line_start = first_line, 0, 0
+    wi, n_wiki = 0, len(wiki_ends)
+    for start, end, target, anchor, display in found:
+        while wi < n_wiki and wiki_ends[wi] <= start:
+            wi += 1
+        if wi < n_wiki and wiki_starts[wi] < end:
+            continue  # a wikilink inside it is the link
+        breaks = masked.count("\n", last, start)
+        if breaks:
+            line += breaks
+            line_start = masked.rfind("\n", last, start) + 1
+        last = start
+        raw = body[start:end].rstrip(" \t")
+        out.append((raw, _share(target, target), anchor, display, md, line, start - line_start + 1, None))
+    return out
 
 
 # A frontmatter value that is one link and nothing else, without anchor or display text.
@@ -787,6 +879,8 @@ class Resolver:
             exact = True
         else:
             cands, exact = self.find(target, source, kind is LinkKind.MARKDOWN)
+            if not cands and kind is LinkKind.MARKDOWN and is_obsidian_uri(link.raw):
+                return _new(Resolution, (link, LinkStatus.EXTERNAL, None, (), None))  # a note of another vault
             if not cands:
                 alias_of = self.likely_owner(target, source, self.owners()) if likely else None
                 return _new(Resolution, (link, LinkStatus.BROKEN, None, (), alias_of))

@@ -14,6 +14,7 @@ import errno
 import gc
 import hashlib
 import os
+import re
 import stat
 import threading
 import weakref
@@ -33,8 +34,10 @@ from grasbot.links import (
     Resolver,
     frontmatter_entries,
     frontmatter_links,
+    _split_wiki,
     link_key,
     links_from_entries,
+    local_target,
     name_key,
     name_key_fast,
     scan_body,
@@ -170,6 +173,55 @@ def read_note(rel: str, raw: bytes) -> Note:
     if parsed.positions_skipped:  # computed from the text on first access, as for the common case
         note._keys = note._items = None
     return note
+
+
+# Links written as text inside code (which the link parser skips on purpose), for `Vault.visitor_text`.
+_TEXT_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
+_TEXT_MDLINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\(<?([^()<>\n]*)>?\)")
+
+
+def _cut_links(text: str, hides: Callable[[Link], bool]) -> str:
+    """`text` without the links for which `hides(link)` is true: first every link the parser finds (each
+    form the resolver follows, exact spans), then the `[[x]]`/`[x](y)` left in code, read as links."""
+    links = scan_body(text, 1)[0]
+    cut = [entry for entry in links_from_entries(links) if hides(entry)]
+    if cut:
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        pieces: list[str] = []
+        last = 0
+        for link in cut:
+            span = link.span
+            start = starts[span.line - 1] + span.column - 1
+            end = starts[span.end_line - 1] + span.end_column - 1
+            if start >= last:
+                pieces.append(text[last:start])
+                last = end
+        pieces.append(text[last:])
+        text = "".join(pieces)
+    if "[" not in text:
+        return text
+    wiki, md = LinkKind.WIKILINK, LinkKind.MARKDOWN
+    no_span = Span(0, 0, 0, 0)
+
+    def wikilink(match: re.Match[str]) -> str:
+        target, anchor, display = _split_wiki(match[1])
+        link = Link(match[0], target, anchor, display, wiki, no_span)
+        return "" if target and hides(link) else match[0]
+
+    def markdown(match: re.Match[str]) -> str:
+        local = local_target(match[2]) if match[2].strip() else None
+        if local is None:
+            return match[0]
+        link = Link(match[0], local[0], local[1], match[1], md, no_span)
+        return "" if local[0] and hides(link) else match[0]
+
+    text = _TEXT_WIKILINK_RE.sub(wikilink, text) if "[[" in text else text
+    return _TEXT_MDLINK_RE.sub(markdown, text) if "](" in text else text
 
 
 def _cap_links(rel: str, entries: list[tuple[object, ...]], problems: list[Problem]) -> None:
@@ -333,6 +385,7 @@ class Vault:
         # (these two hold tuples after a load, sets once an update changed them: see _index_add)
         self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
+        self._hidden: frozenset[str] | None = None  # `hidden_paths`, forgotten at each update
         #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
         #: plus `privacy` from the caller, such as the service's settings).
         own, problem = read_privacy(root)
@@ -939,6 +992,34 @@ class Vault:
             out.append(r)  # type: ignore[arg-type]
         return out
 
+    # -- what visitors may read -----------------------------------------------------------------------
+    def hidden_paths(self) -> frozenset[str]:
+        """The notes a visitor may not see (`visible_to_visitors` false), computed once per state of the vault."""
+        hidden = self._hidden
+        if hidden is None:
+            hidden = self._hidden = frozenset(p for p, n in self.notes.items() if not visible_to_visitors(n))
+        return hidden
+
+    def visitor_text(self, text: str, source: str) -> str:
+        """`text` (a body, a title, as written in the note at `source`) without the links a visitor may not
+        follow: every link that *resolves* to a hidden note is removed with its text (a public note named
+        like a private one keeps its links), whatever its form (see `grasbot.links.scan_body`). Then a plain
+        pass removes the `[[name]]` and `[x](name)` written as text inside code that would resolve to one.
+        What the prompt quotes and what the search index reads, so that neither repeats a hidden note's name."""
+        hidden = self.hidden_paths()
+        if not hidden or "[" not in text and "<" not in text:
+            return text
+        if len(text) > 256 and source in self.notes and "`" not in text and "~~~" not in text:
+            # (a body: its links are resolved already; most reach no hidden note, and keep their text)
+            compact = self._res.get(source) or ()
+            if not any((r if r.__class__ is str else r.target_path) in hidden for r in compact):  # type: ignore[union-attr]
+                return text
+        return _cut_links(text, lambda link: self._link_target(link, source) in hidden)
+
+    def _link_target(self, link: Link, source: str) -> str | None:
+        """Where `link`, written in `source`, resolves (None when broken or external)."""
+        return self._resolver.resolve(link, source, lambda _path: None, likely=False).target_path
+
     def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
         """(note path, its resolutions) for every note, sorted by path."""
         for path, note in self.notes.items():
@@ -1002,6 +1083,7 @@ class Vault:
     def update_file(self, path: str | Path) -> LinkChange:
         """Re-read one file (created or modified), without re-reading the rest of the vault."""
         self.prepare_updates()
+        self._hidden = None
         rel = self._relpath(path)
         full = self.root / rel
         self._drop_problems(rel)
@@ -1087,6 +1169,7 @@ class Vault:
     def remove_file(self, path: str | Path) -> LinkChange:
         """Forget one file (deleted, or moved out of the vault) or every file under a deleted folder."""
         self.prepare_updates()
+        self._hidden = None
         rel = self._relpath(path)
         self._drop_problems(rel)
         if rel in self.files:

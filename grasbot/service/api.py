@@ -54,7 +54,7 @@ from grasbot.service.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.prompt import build_prompt, fold_name, hidden_links, is_servable, redact_hidden_links, servable_hits
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -174,7 +174,7 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         public=public,
         digests=digests,
         by_type=dict(sorted(by_type.items())),
-        hidden=hidden_names(vault.notes.values()),
+        hidden=hidden_links(vault),  # links redacted by resolution (grasbot.answer.prompt.HiddenLinks)
         problems=problems,
     )
 
@@ -246,7 +246,7 @@ def source_url(note_type: str | None, slug: str) -> str | None:
 def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     return {
         "slug": hit.id,
-        "title": redact_hidden_links(hit.note.title, hidden),  # (a title may hold a link, as a body does)
+        "title": redact_hidden_links(hit.note.title, hidden, hit.note.path),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
         "score": round(float(hit.score), 2),
         "reasons": list(hit.reasons),
