@@ -46,7 +46,7 @@ from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
 from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
 from grasbot.service.memory import ConversationMemory, Turn
-from grasbot.model import Note, visible_to_visitors
+from grasbot.model import Note, PrivacyPolicy, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -143,9 +143,12 @@ def _problem_view(path: str, line: int, column: int, code: str, message: str, no
     return {"path": path, "line": line, "column": column, "code": code, "message": message[:300]}
 
 
-def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
-    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root."""
-    vault = Vault.load(root)
+def load_snapshot(
+    root: Path, config: SearchConfig, version: int, privacy: PrivacyPolicy | None = None
+) -> VaultSnapshot:
+    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root.
+    `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`."""
+    vault = Vault.load(root, privacy=privacy)
     index = SearchIndex.build(vault, config)
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
@@ -311,7 +314,10 @@ class Service:
         # `vault_version` means the same on every worker.
         self.stamp_path = reload_stamp_path(vault_dir)
         self._stamp_seen = _read_stamp(self.stamp_path)
-        self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
+        self.privacy = PrivacyPolicy(settings.private_folders, settings.private_tags)
+        self.snapshot = load_snapshot(
+            vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1, self.privacy
+        )
         self.memory = ConversationMemory(
             max_turns=settings.memory_max_turns,
             max_chars=settings.memory_max_chars,
@@ -405,7 +411,9 @@ class Service:
         old = self.snapshot
         started = time.perf_counter()
         try:
-            new = await asyncio.to_thread(load_snapshot, self.vault_dir, self.search_config, old.version + 1)
+            new = await asyncio.to_thread(
+                load_snapshot, self.vault_dir, self.search_config, old.version + 1, self.privacy
+            )
         except (OSError, ValueError) as error:
             log.error("reload failed, still serving vault version %d: %s", old.version, type(error).__name__)
             raise ApiError(

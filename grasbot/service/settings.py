@@ -46,6 +46,8 @@ ENV_VARIABLES: dict[str, str] = {
     "MEMORY_MAX_CHARS": "characters of history kept per session (default 6000)",
     "MEMORY_TTL_SECONDS": "a remembered turn older than this is forgotten (default 1800)",
     "MEMORY_MAX_SESSIONS": "sessions remembered at once; the least recent is dropped first (default 10000)",
+    "GRASBOT_PRIVATE_FOLDERS": "comma-separated vault folders whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)",
+    "GRASBOT_PRIVATE_TAGS": "comma-separated tags whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)",
 }
 
 
@@ -87,6 +89,9 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    # (names of private folders and tags: never shown by `public_view`, they may say what is private)
+    private_folders: tuple[str, ...] = field(default=(), repr=False)
+    private_tags: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +172,10 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        if (v := get("GRASBOT_PRIVATE_FOLDERS")) is not None:
+            kwargs["private_folders"] = tuple(f.strip().strip("/") for f in v.split(",") if f.strip().strip("/"))
+        if (v := get("GRASBOT_PRIVATE_TAGS")) is not None:
+            kwargs["private_tags"] = tuple(t.strip().lstrip("#") for t in v.split(",") if t.strip().lstrip("#"))
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -184,7 +193,7 @@ class Settings:
 
     def public_view(self) -> dict[str, Any]:
         """The active configuration without any secret, for `/health` and logs."""
-        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key"}
+        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key", "private_folders", "private_tags"}
         view: dict[str, Any] = {}
         for f in fields(self):
             if f.name in hidden:
