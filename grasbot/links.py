@@ -333,7 +333,8 @@ def scan_body(
     has_md = "](" in body
     has_heading = "#" in body
     has_block = "^" in body
-    if not (has_wiki or has_md or has_heading or has_block):
+    has_other = "<" in body or "]:" in body  # an HTML anchor, a reference definition (`_other_links`)
+    if not (has_wiki or has_md or has_heading or has_block or has_other):
         return links, headings, set()
     masked = mask_code(body) if "`" in body or "~~~" in body or "$$" in body or _has_comment(body) else body
     # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
@@ -435,7 +436,7 @@ def scan_body(
                 links.sort(key=_ENTRY_ORDER)
             else:
                 links = md_links
-    if "<" in masked or "]:" in masked:
+    if has_other and ("<" in masked or "]:" in masked):
         other = _other_links(body, masked, first_line, max_links, wiki_starts, wiki_ends)
         if other:
             links.extend(other)
