@@ -183,6 +183,32 @@ def test_a_privacy_change_updates_the_watched_vault_and_the_lint_cache(tmp_path:
     assert "private-link" in capsys.readouterr().out  # the cached run sees the new policy
 
 
+def test_watch_follows_a_change_of_the_privacy_table(tmp_path: Path) -> None:
+    from vaulttools.live import LiveVault
+    from vaulttools.watcher import watch_live
+
+    write(tmp_path, "journal/j.md", public_note("J", "x"))
+    write(tmp_path, "open.md", public_note("Open", "voir [[j]]"))
+    live = LiveVault.load(tmp_path)
+    assert not live.note("journal/j.md").is_private
+    got = threading.Event()
+    watcher = watch_live(live, lambda delta, batch: got.set(), quiet=0.05)
+    watcher.start()
+    try:
+        write(tmp_path, "vaulttools.toml", "# nothing yet\n")
+        assert got.wait(10)
+        got.clear()
+        with open(tmp_path / "vaulttools.toml", "w", encoding="utf-8") as handle:  # modified in place
+            handle.write('[privacy]\nprivate-folders = ["journal"]\n')
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not live.note("journal/j.md").is_private:
+            got.wait(0.2)
+        assert live.note("journal/j.md").is_private
+        assert [d.rule for d in live.diagnostics("open.md")] == ["private-link"]
+    finally:
+        watcher.stop()
+
+
 # -- 5. lint --fix keeps the comments of the items it keeps -------------------------------------------
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from grasbot.model import Note
-from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot.vault import DEFAULT_EXCLUDE, PRIVACY_FILE, LinkChange, Vault, read_privacy
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
@@ -385,8 +385,12 @@ class LiveVault:
         """Bring everything up to date after the files at `paths` (vault-relative; files or folders)
         changed on disk: created, modified, deleted, or either end of a move."""
         started = time.perf_counter()
+        paths = sorted(set(paths))
+        if PRIVACY_FILE in paths and read_privacy(self.root)[0] != self.vault.privacy:
+            # private folders or tags changed: which notes are private, every note may have changed
+            return self.reload()
         with self.lock:
-            delta = self._apply(sorted(set(paths)), started)
+            delta = self._apply(paths, started)
             listeners = list(self._listeners)
         for listener in listeners:
             try:

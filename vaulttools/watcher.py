@@ -379,6 +379,9 @@ class _Handler:
         # "modified" would hold the batch for max_hold every time. There, the stat check of
         # `LiveVault.apply` (size/mtime changing while read) catches half-written notes instead.
         self._closes = _reports_closes(watcher)
+        from grasbot.vault import PRIVACY_FILE  # (here: importing the engine must not slow `vaulttools --help`)
+
+        self._privacy_file = PRIVACY_FILE
 
     def dispatch(self, event: Any) -> None:
         try:
@@ -404,7 +407,8 @@ class _Handler:
             return
         if kind in ("created", "deleted"):
             self._accept(rel, writing=False if kind == "deleted" else None)
-        elif is_markdown(rel):  # an attachment's content does not change any link's status
+        elif is_markdown(rel) or rel == self._privacy_file:  # an attachment's content changes no link's status;
+            # the vault's `[privacy]` table changes which notes are private
             if kind == "modified":
                 self._touch(rel, writing=True if self._closes else None)
             elif kind == "closed":
