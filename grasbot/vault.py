@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import errno
 import gc
-import hashlib
 import os
-import re
 import stat
 import threading
 import weakref
@@ -24,24 +22,8 @@ from functools import partial
 from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.markdown.frontmatter import clear_caches, parse_bytes
-from grasbot.links import (
-    MAX_LINKS_PER_NOTE,
-    _KEY_CACHE,
-    _LINK_KEY_CACHE,
-    _NO_BLOCKS,
-    AnchorTable,
-    Resolver,
-    frontmatter_entries,
-    frontmatter_links,
-    _split_wiki,
-    link_key,
-    links_from_entries,
-    local_target,
-    name_key,
-    name_key_fast,
-    scan_body,
-)
+from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key
+from grasbot.markdown.frontmatter import clear_caches
 from grasbot.model import (
     Link,
     LinkKind,
@@ -53,12 +35,14 @@ from grasbot.model import (
     Span,
     visible_to_visitors,
 )
+from grasbot.readers import DEFAULT_READERS, Reader, Readers
+from grasbot.text import clear_name_keys, name_key, name_key_fast
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
 DEFAULT_EXCLUDE: tuple[str, ...] = (".obsidian", ".trash", "README.md", "TAXONOMIE.md", "templates")
 
-__all__ = ["DEFAULT_EXCLUDE", "PRIVACY_FILE", "LinkChange", "Vault", "read_note", "read_privacy"]
+__all__ = ["DEFAULT_EXCLUDE", "PRIVACY_FILE", "LinkChange", "Vault", "read_privacy"]
 
 #: The vault's own configuration file, whose `[privacy]` table names private folders and tags (the same
 #: file holds `[lint]`, see docs/rules.md); read by the vault so that every tool that loads it agrees.
@@ -125,115 +109,6 @@ class LinkChange:
 
     changed: set[str] = field(default_factory=set)  # notes (re)read or removed
     relinked: set[str] = field(default_factory=set)  # other notes whose resolutions changed
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_BAD_BYTES = frozenset(("not-utf8", "binary"))
-
-
-def read_note(rel: str, raw: bytes) -> Note:
-    """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
-    parsed = parse_bytes(raw, rel, positions=False)
-    entries, headings, blocks = scan_body(parsed.body, parsed.body_line)
-    if len(entries) > MAX_LINKS_PER_NOTE:
-        _cap_links(rel, entries, parsed.problems)
-    if not blocks:
-        blocks = _NO_BLOCKS  # type: ignore[assignment]  # one shared empty set instead of one per note (216 bytes)
-    links: list[Link] | None = None
-    if parsed.string_values:
-        fm_entries = frontmatter_entries(parsed)
-        if fm_entries is None:  # a link placed on a multi-line value: keep Link objects for this note
-            links = frontmatter_links(parsed) + links_from_entries(entries)
-        elif fm_entries:
-            entries = fm_entries + entries
-    fields = {
-        "meta": parsed.meta,
-        "body_line": parsed.body_line,
-        "has_frontmatter": parsed.has_frontmatter,
-        "headings": headings,
-        "block_ids": blocks,
-        "links": links,
-        "link_entries": tuple(chain.from_iterable(entries)) if links is None else None,
-        "problems": parsed.problems,
-        "key_positions": parsed.key_positions,
-        "item_positions": parsed.item_positions,
-        "frontmatter_span": parsed.frontmatter_span,
-    }
-    text = parsed.text
-    problems = parsed.problems
-    if text and not raw.startswith(_UTF8_BOM) and not (problems and any(p.code in _BAD_BYTES for p in problems)):
-        # the text is exactly raw.decode(): keep the bytes only (see Note), digest computed on demand
-        head = text[: parsed.body_start]
-        body_byte = len(head) if head.isascii() else len(head.encode("utf-8"))
-        return Note._from_utf8(rel, raw, body_byte, fields, None, parsed.positions_skipped)
-    link_entries = fields.pop("link_entries")
-    note = Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
-    if link_entries is not None:
-        note._links, note._link_entries = None, link_entries
-    if parsed.positions_skipped:  # computed from the text on first access, as for the common case
-        note._keys = note._items = None
-    return note
-
-
-# Links written as text inside code (which the link parser skips on purpose), for `Vault.visitor_text`.
-_TEXT_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
-_TEXT_MDLINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\(<?([^()<>\n]*)>?\)")
-
-
-def _cut_links(text: str, hides: Callable[[Link], bool]) -> str:
-    """`text` without the links for which `hides(link)` is true: first every link the parser finds (each
-    form the resolver follows, exact spans), then the `[[x]]`/`[x](y)` left in code, read as links."""
-    links = scan_body(text, 1)[0]
-    cut = [entry for entry in links_from_entries(links) if hides(entry)]
-    if cut:
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
-        pieces: list[str] = []
-        last = 0
-        for link in cut:
-            span = link.span
-            start = starts[span.line - 1] + span.column - 1
-            end = starts[span.end_line - 1] + span.end_column - 1
-            if start >= last:
-                pieces.append(text[last:start])
-                last = end
-        pieces.append(text[last:])
-        text = "".join(pieces)
-    if "[" not in text:
-        return text
-    wiki, md = LinkKind.WIKILINK, LinkKind.MARKDOWN
-    no_span = Span(0, 0, 0, 0)
-
-    def wikilink(match: re.Match[str]) -> str:
-        target, anchor, display = _split_wiki(match[1])
-        link = Link(match[0], target, anchor, display, wiki, no_span)
-        return "" if target and hides(link) else match[0]
-
-    def markdown(match: re.Match[str]) -> str:
-        local = local_target(match[2]) if match[2].strip() else None
-        if local is None:
-            return match[0]
-        link = Link(match[0], local[0], local[1], match[1], md, no_span)
-        return "" if local[0] and hides(link) else match[0]
-
-    text = _TEXT_WIKILINK_RE.sub(wikilink, text) if "[[" in text else text
-    return _TEXT_MDLINK_RE.sub(markdown, text) if "](" in text else text
-
-
-def _cap_links(rel: str, entries: list[tuple[object, ...]], problems: list[Problem]) -> None:
-    """Keep the first MAX_LINKS_PER_NOTE links of a note that holds more, and say so (the note is hidden from
-    visitors: see `grasbot.model.visible_to_visitors`)."""
-    line, column = entries[MAX_LINKS_PER_NOTE][5:7]
-    del entries[MAX_LINKS_PER_NOTE:]
-    problems.append(Problem(
-        rel, line, column,  # type: ignore[arg-type]
-        f"more than {MAX_LINKS_PER_NOTE:,} links: the links from here on are not read, and the note is not "
-        "served to visitors (its unread links could name private notes); split the note", "too-many-links",
-    ))
 
 
 _OK = LinkStatus.OK
@@ -339,10 +214,6 @@ def _aliases_of(notes: list[Note]) -> Iterator[tuple[str, list[str]]]:
             yield note.path, aliases
 
 
-def _is_note_name(name: str) -> bool:
-    return name[-3:].lower() == ".md"
-
-
 class Vault:
     """A loaded vault: notes by path, attachment files, link resolutions and the link graph.
 
@@ -355,12 +226,18 @@ class Vault:
     problems: list[Problem]  # problems that belong to no note (symlink loop, unreadable folder, ...)
 
     def __init__(
-        self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, privacy: PrivacyPolicy | None = None
+        self,
+        root: Path,
+        exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        readers: Readers = DEFAULT_READERS,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         self.root = root
         self.exclude = tuple(exclude)
         # (the real path: symbolic links are followed only to targets under it)
         self._real_root = os.path.realpath(root)
+        #: which files are notes and how each is read (grasbot.readers); every other file is an attachment
+        self.readers = readers
         # names (no "/") match any path part; entries with "/" match a vault-relative path prefix
         self._exclude_names = frozenset(name_key(e.strip("/")) for e in exclude if "/" not in e.strip("/"))
         self._exclude_paths = tuple(name_key(e.strip("/")) for e in exclude if "/" in e.strip("/"))
@@ -390,18 +267,22 @@ class Vault:
         #: plus `privacy` from the caller, such as the service's settings).
         own, problem = read_privacy(root)
         self.privacy: PrivacyPolicy = own.merged(privacy)
-        self._privacy_problem = problem
         if problem is not None:
             self.problems.append(problem)
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
     def load(
-        cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, privacy: PrivacyPolicy | None = None
+        cls,
+        root: str | Path,
+        exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        readers: Readers = DEFAULT_READERS,
+        privacy: PrivacyPolicy | None = None,
     ) -> Vault:
-        """Read every note under `root`. Never raises on a bad file; raises FileNotFoundError /
-        NotADirectoryError with a clear message when `root` itself is missing or not a folder.
-        `privacy` adds private folders and tags to those of the vault's own `vaulttools.toml`."""
+        """Read every note under `root` (the files one of `readers` claims; the others are attachments).
+        Never raises on a bad file; raises FileNotFoundError / NotADirectoryError with a clear message
+        when `root` itself is missing or not a folder. `privacy` adds private folders and tags to those of
+        the vault's own `vaulttools.toml` (`read_privacy`)."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"vault folder not found: {root}")
@@ -412,7 +293,7 @@ class Vault:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            vault = cls._load(root.resolve(), exclude, privacy)
+            vault = cls._load(root.resolve(), exclude, readers, privacy)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -430,12 +311,16 @@ class Vault:
         return vault
 
     @classmethod
-    def _load(cls, root: Path, exclude: tuple[str, ...], privacy: PrivacyPolicy | None = None) -> Vault:
-        vault = cls(root, exclude, privacy)
+    def _load(
+        cls, root: Path, exclude: tuple[str, ...], readers: Readers, privacy: PrivacyPolicy | None = None
+    ) -> Vault:
+        vault = cls(root, exclude, readers, privacy)
         notes: list[Note] = []
+        reader_for = readers.reader_for
         for rel, full in vault._walk():
-            if _is_note_name(rel):
-                note = vault._read(rel, full)
+            reader = reader_for(rel)
+            if reader is not None:
+                note = vault._read(rel, full, reader)
                 if note is not None:
                     notes.append(note)
             else:
@@ -464,9 +349,8 @@ class Vault:
         vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
-        resolver._found.clear()
-        resolver._unique = {}
-        _KEY_CACHE.clear()
+        resolver.forget_lookups()
+        clear_name_keys()
         clear_caches()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
         # (`prepare_updates`), ~10% of a 10k load and ~4 MiB that a one-shot command never uses.
@@ -480,6 +364,12 @@ class Vault:
             if rel_key == prefix or rel_key.startswith(prefix + "/"):
                 return True
         return False
+
+    def note_files(self) -> list[str]:
+        """The vault paths of the files this vault's readers would read, sorted, from a folder walk alone
+        (no file is opened): what a screen can show before the notes are read. Same exclusions as `load`."""
+        reader_for = self.readers.reader_for
+        return sorted(rel for rel, _ in self._walk() if reader_for(rel) is not None)
 
     def _walk(self, start: str = "") -> Iterator[tuple[str, str]]:
         """(vault-relative path, absolute path) of every non-excluded file, following folder symlinks once."""
@@ -591,8 +481,8 @@ class Vault:
                 message = f"not readable: {exc.strerror or exc}"
         self.problems.append(Problem(rel, 1, 1, message, "unreadable"))
 
-    def _read(self, rel: str, full: str) -> Note | None:
-        """Read one note file; a file that cannot be read becomes a problem (and no note) or a note
+    def _read(self, rel: str, full: str, reader: Reader) -> Note | None:
+        """Read one note file with its reader; a file that cannot be read becomes a problem (and no note) or a note
         carrying the problem, never an exception."""
         try:
             # O_NONBLOCK: a FIFO that appeared under a note's name must not block the scan forever
@@ -613,10 +503,10 @@ class Vault:
                 self.problems.append(Problem(rel, 1, 1, "symbolic link loop: skipped", "unreadable"))
                 return None
             # it exists (Obsidian lists it, links to it resolve) but we cannot read it
-            note = read_note(rel, b"")
+            note = reader.read(rel, b"")
             note.problems[:] = [Problem(rel, 1, 1, f"file not readable: {exc.strerror or exc}", "unreadable")]
             return note
-        return self.with_privacy(read_note(rel, raw))
+        return self.with_privacy(reader.read(rel, raw))
 
     def with_privacy(self, note: Note) -> Note:
         """`note`, withheld from visitors when the vault's `PrivacyPolicy` says so (see `Note.withheld`)."""
@@ -740,7 +630,7 @@ class Vault:
             path = note.path
             flat = note._link_entries
             odd: list[Resolution] = []
-            if flat is None:  # a note that keeps Link objects (see read_note): the general path
+            if flat is None:  # a note that keeps Link objects (see grasbot.markdown.reader.read_note): the general path
                 compact = resolver.resolve_compact(note.links, path, self._anchor_table, likely=False)
                 odd = [r for r in compact if r.__class__ is not str]  # type: ignore[misc]
             elif not flat:
@@ -891,7 +781,7 @@ class Vault:
         self._res[path] = resolutions
         out: set[str] = set()
         keys: set[str] = set()
-        key_cache = _LINK_KEY_CACHE
+        key_cache = cached_link_key
         broken = LinkStatus.BROKEN
         for link, res in zip(note.links, resolutions):
             target = link[1]
@@ -902,7 +792,7 @@ class Vault:
                 if target and res.status is broken:  # type: ignore[union-attr]
                     keys.add(_ALIAS + name_key(target.strip()))
             if target:
-                key = key_cache.get(target)
+                key = key_cache(target)
                 keys.add(key if key is not None else link_key(target))
             if tp is not None and tp != path:
                 out.add(tp)
@@ -1014,7 +904,7 @@ class Vault:
             compact = self._res.get(source) or ()
             if not any((r if r.__class__ is str else r.target_path) in hidden for r in compact):  # type: ignore[union-attr]
                 return text
-        return _cut_links(text, lambda link: self._link_target(link, source) in hidden)
+        return cut_links(text, lambda link: self._link_target(link, source) in hidden)
 
     def _link_target(self, link: Link, source: str) -> str | None:
         """Where `link`, written in `source`, resolves (None when broken or external)."""
@@ -1107,9 +997,10 @@ class Vault:
             return change
         if not full.exists() and not full.is_symlink():
             return self.remove_file(rel)
-        if not _is_note_name(rel):
+        reader = self.readers.reader_for(rel)
+        if reader is None:
             return self._update_attachment(rel)
-        note = self._read(rel, str(full))
+        note = self._read(rel, str(full), reader)
         if note is None:  # vanished or a link loop: the problem is recorded, the old note is gone
             return self.remove_file(rel)
         return self._replace_note(note)
