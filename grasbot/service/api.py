@@ -54,7 +54,7 @@ from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
 from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
 from grasbot.service.sessions import SessionIds
 from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
-from grasbot.model import Note, PrivacyPolicy, visible_to_visitors
+from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -169,6 +169,8 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     for path in sorted(vault.notes):
         note = vault.notes[path]
         if not visible_to_visitors(note):
+            if any(p.code in HIDING_PROBLEMS for p in note.problems):  # hidden as unreadable: counted, as below
+                unlisted += len(note.problems)
             continue
         if not is_servable(note):
             unlisted += len(note.problems)
