@@ -560,14 +560,15 @@ def verify(answer: str, passages: Sequence[Passage], subjects: Iterable[str] = (
 # -- passages from notes ----------------------------------------------------------------------------
 def note_passage(note: Note, hidden: Collection[str] = frozenset(), text: str | None = None) -> Passage:
     """The passage of a public note as a prompt shows it: its title and body (or `text`, the cut the
-    prompt kept), links to hidden notes removed (`grasbot.answer.prompt.redact_hidden_links`)."""
-    body = redact_hidden_links(note.reader_body if text is None else text, hidden).strip()
-    return Passage(note.id, body, redact_hidden_links(note.title, hidden))
+    prompt kept), links to hidden notes removed (`grasbot.answer.prompt.redact_hidden_links`; `hidden`
+    from `hidden_links(vault)` or `hidden_names`)."""
+    body = redact_hidden_links(note.reader_body if text is None else text, hidden, note.path).strip()
+    return Passage(note.id, body, redact_hidden_links(note.title, hidden, note.path))
 
 
 def context_passages(notes: Iterable[ContextNote], hidden: Collection[str] = frozenset()) -> list[Passage]:
     """Exactly the passages a prompt gave the model (`Prompt.notes`): the text as cut, the title."""
-    return [Passage(c.hit.id, c.text, redact_hidden_links(c.hit.note.title, hidden)) for c in notes]
+    return [Passage(c.hit.id, c.text, redact_hidden_links(c.hit.note.title, hidden, c.hit.note.path)) for c in notes]
 
 
 #: A name written with a capital in at least this share of the notes is the vault's subject (its author,
