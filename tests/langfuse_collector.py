@@ -7,6 +7,12 @@ The SDK (v4+/v5) sends two things, found by reading it (`langfuse/_client/span_p
   `POST /api/public/otel/v1/traces`, authenticated with `Basic base64(public_key:secret_key)`;
 - scores as a JSON list to `POST /api/public/scores` (answered 202 `{"message": "Accepted"}`).
 
+It also serves the prompts API the SDK's prompt management calls (`langfuse/api/prompts/raw_client.py`):
+`GET /api/public/v2/prompts/{name}?label=|version=` (a `TextPrompt`: name, version, prompt, type, config,
+labels, tags, commitMessage; 404 when there is none) and `POST /api/public/v2/prompts` (a new version, which
+takes the labels it names from older versions, and `latest`). `prompts_down = True` answers every prompt
+call 503.
+
 Anything else is recorded and answered `{}`. Spans are decoded with `opentelemetry-proto` (a dependency of
 the SDK's exporter) into plain dicts whose attribute values are Python values (JSON strings stay strings:
 `Span.json(key)` decodes one).
@@ -22,6 +28,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.loopback_server import LoopbackServer
 from typing import Any
@@ -33,6 +40,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 TRACES_PATH = "/api/public/otel/v1/traces"
 SCORES_PATH = "/api/public/scores"
+PROMPTS_PATH = "/api/public/v2/prompts"
 
 
 def _any_value(value: Any) -> Any:
@@ -93,6 +101,38 @@ class LangfuseCollector(LoopbackServer):
         self.scores: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
+        #: every version of every prompt, by name (the prompts API)
+        self.prompts: dict[str, list[dict[str, Any]]] = {}
+        self.prompts_down = False
+
+    # -- prompts API --------------------------------------------------------------------------------
+    def add_prompt(self, name: str, text: str, labels: list[str] | None = None, config: Any = None, commit_message: str | None = None) -> dict[str, Any]:
+        """A new version of prompt `name`, as `POST /api/public/v2/prompts` makes it."""
+        with self._changed:
+            versions = self.prompts.setdefault(name, [])
+            labels = list(dict.fromkeys([*(labels or []), "latest"]))
+            for old in versions:  # a label is on one version at a time
+                old["labels"] = [lab for lab in old["labels"] if lab not in labels]
+            prompt = {
+                "name": name, "version": len(versions) + 1, "prompt": text, "type": "text",
+                "config": config if config is not None else {}, "labels": labels, "tags": [],
+                "commitMessage": commit_message,
+            }  # fmt: skip
+            versions.append(prompt)
+            self._changed.notify_all()
+            return dict(prompt)
+
+    def prompt_fetches(self, name: str) -> list[Received]:
+        return [r for r in list(self.received) if r.method == "GET" and r.path.split("?", 1)[0] == f"{PROMPTS_PATH}/{name}"]
+
+    def _find_prompt(self, name: str, query: dict[str, list[str]]) -> dict[str, Any] | None:
+        with self._lock:
+            versions = list(self.prompts.get(name, []))
+        if "version" in query:
+            wanted = int(query["version"][0])
+            return next((dict(p) for p in versions if p["version"] == wanted), None)
+        label = query.get("label", ["production"])[0]
+        return next((dict(p) for p in versions if label in p["labels"]), None)
 
 
     # -- queries ------------------------------------------------------------------------------------
@@ -177,10 +217,26 @@ class _Handler(BaseHTTPRequestHandler):
             return zlib.decompress(raw)
         return raw
 
+    def _json(self, status: int, payload: Any) -> None:
+        self._reply(status, json.dumps(payload).encode(), "application/json")
+
     def do_POST(self) -> None:  # noqa: N802
         body = self._body()
         rec = Received("POST", self.path, dict(self.headers), body)
         path = self.path.split("?", 1)[0]
+        if path == PROMPTS_PATH:
+            self.owner._record(rec, [], [])
+            if self.owner.prompts_down:
+                self._json(503, {"message": "unavailable"})
+                return
+            try:
+                req = json.loads(body)
+                created = self.owner.add_prompt(req["name"], req["prompt"], req.get("labels"), req.get("config"), req.get("commitMessage"))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                self._json(400, {"message": "bad prompt"})
+                return
+            self._json(200, created)
+            return
         if path == TRACES_PATH:
             try:
                 spans = decode_spans(body)
@@ -205,6 +261,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         self.owner._record(Received("GET", self.path, dict(self.headers), b""), [], [])
+        parts = urlsplit(self.path)
+        if parts.path.startswith(PROMPTS_PATH + "/"):
+            if self.owner.prompts_down:
+                self._json(503, {"message": "unavailable"})
+                return
+            found = self.owner._find_prompt(unquote(parts.path[len(PROMPTS_PATH) + 1 :]), parse_qs(parts.query))
+            if found is None:
+                self._json(404, {"message": "Prompt not found", "error": "LangfuseNotFoundError"})
+                return
+            self._json(200, found)
+            return
         self._reply(200, b"{}", "application/json")
 
 

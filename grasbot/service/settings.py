@@ -57,6 +57,11 @@ ENV_VARIABLES: dict[str, str] = {
     "STREAM_RETRY_MS": "the `retry:` /ask/stream sends first: how long a browser waits before reconnecting (default 86400000, a day)",
     "STREAM_PING_SECONDS": "seconds between two keep-alive comments on an /ask/stream (default 15)",
     "DEMO_PAGE": "serve the reference chat page at /demo (default false)",
+    # -- answering profiles and Langfuse Prompts (docs/service.md, "Answering profiles")
+    "GRASBOT_PROFILE": "answering profile: a shipped one (site, textbook) or the vault's own by name (default: the vault's .grasbot/profile.toml, else site)",
+    "GRASBOT_PROMPT_NAME": "fetch the system prompt from Langfuse Prompts under this name (default: unset, the profile's own)",
+    "GRASBOT_PROMPT_LABEL": "the Langfuse prompt label to fetch (default production)",
+    "GRASBOT_PROMPT_CACHE_SECONDS": "how long a fetched prompt is used before it is fetched again, in the background (default 60)",
 }
 
 
@@ -122,6 +127,15 @@ class Settings:
     stream_retry_ms: int = 86_400_000
     stream_ping_seconds: float = 15.0
     demo_page: bool = False
+    # -- answering profiles and Langfuse Prompts --------------------------------------------------------
+    #: GRASBOT_PROFILE: the answering profile's name (grasbot/answer/profile.py); None: the vault's own
+    #: `.grasbot/profile.toml`, else the shipped `site`.
+    profile: str | None = None
+    #: GRASBOT_PROMPT_NAME / _LABEL / _CACHE_SECONDS: the system prompt from Langfuse Prompts
+    #: (grasbot/service/prompts.py); unset: the profile's own.
+    prompt_name: str | None = None
+    prompt_label: str = "production"
+    prompt_cache_seconds: int = 60
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -226,6 +240,7 @@ class Settings:
             kwargs["stream_ping_seconds"] = _float("STREAM_PING_SECONDS", v, 0.01, None)
         if (v := env.get("DEMO_PAGE")) is not None:
             kwargs["demo_page"] = _bool("DEMO_PAGE", v)
+        kwargs.update(_profile_settings(get))
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -265,6 +280,16 @@ _BLANK_TOKEN = (
     "GRASBOT_RELOAD_TOKEN: is set but empty (a failed `$(...)`?); give it a token, or unset it to leave "
     "POST /reload-vault without authentication"
 )
+
+
+def _profile_settings(get: Any) -> dict[str, Any]:
+    """GRASBOT_PROFILE and the Langfuse Prompts variables (`get(name)`: the stripped value or None)."""
+    kwargs: dict[str, Any] = {"profile": get("GRASBOT_PROFILE"), "prompt_name": get("GRASBOT_PROMPT_NAME")}
+    if (v := get("GRASBOT_PROMPT_LABEL")) is not None:
+        kwargs["prompt_label"] = v
+    if (v := get("GRASBOT_PROMPT_CACHE_SECONDS")) is not None:
+        kwargs["prompt_cache_seconds"] = _int("GRASBOT_PROMPT_CACHE_SECONDS", v, 0, 86_400)
+    return kwargs
 
 
 def _reload_token(value: str | None) -> str | None:
