@@ -674,6 +674,7 @@ class Service:
                             output=generation.raw or None,
                             level="ERROR",
                             status_message=error.code,
+                            model=generation.model,  # as the server reports it
                             usage_details=generation.usage() or None,
                             metadata={"ollama": generation.raw_summary(), "error": error.code},
                         )
@@ -688,6 +689,7 @@ class Service:
                 if trace.enabled:
                     gen.update(
                         output=generation.raw,
+                        model=generation.model,  # as the server reports it (a dated snapshot, a .gguf file)
                         usage_details=generation.usage() or None,
                         metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
                     )
