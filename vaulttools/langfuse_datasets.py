@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vaulttools.commands._common import CliError
@@ -250,13 +250,13 @@ def _ask_traces(langfuse: Any, trace_ids: list[str] | None) -> list[tuple[str, s
 
 
 # -- the command --------------------------------------------------------------------------------------
-def run_langfuse(args: Any) -> int:
-    """`vaulttools eval --langfuse-dataset NAME` or `--export-dataset NAME ...` (see the module's docstring)."""
+def run_langfuse(args: Any, show_report: Callable[..., int]) -> int:
+    """`vaulttools eval --langfuse-dataset NAME` or `--export-dataset NAME ...` (see the module's docstring);
+    `show_report` prints a retrieval report as a local eval does (vaulttools/commands/eval.py's)."""
     import sys
     from datetime import datetime, timezone
 
     from vaulttools.commands._common import load_pipeline, vault_path
-    from vaulttools.commands.eval import show_report
     from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
     from vaulttools.words import count
 

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.langfuse_dataset or args.export_dataset:
         from vaulttools.langfuse_datasets import run_langfuse
 
-        return run_langfuse(args)
+        return run_langfuse(args, show_report)
     if args.file is None:
         raise CliError("give a question set FILE.yaml (or --langfuse-dataset NAME)")
     try:
