@@ -92,7 +92,9 @@ def question_of(item: Any, position: int) -> Question:
         raise CliError(f"{label}: `expected_output.grounded` must be true or false")
     meta = item.metadata if isinstance(item.metadata, dict) else {}
     kind = meta.get("kind") if isinstance(meta.get("kind"), str) else None
-    return Question(str(item.id), q.strip(), tuple(expect), grounded, kind)
+    # the local set's id when the item came from one (what a local eval shows), else the item's
+    qid = meta.get("id") if isinstance(meta.get("id"), (str, int)) and not isinstance(meta.get("id"), bool) else item.id
+    return Question(str(qid), q.strip(), tuple(expect), grounded, kind)
 
 
 def item_of(question: Question) -> dict[str, Any]:
@@ -125,10 +127,11 @@ def record_run(dataset: Any, report: Report, run_name: str, metadata: dict[str, 
     the retrieved ids as its output, scored `hit@5` (items that expect notes) and `grounded`."""
     from langfuse import Evaluation
 
-    by_id = {item.question.id: item for item in report.items}
+    # the report's items are in the dataset's order (dataset_questions)
+    by_item = {item.id: result for item, result in zip(dataset.items, report.items, strict=True)}
 
     def task(*, item: Any, **_: Any) -> dict[str, Any]:
-        result = by_id[str(item.id)]
+        result = by_item[item.id]
         return {"results": result.results[:5], "grounded": result.grounded, "rank": result.rank}
 
     def scores(*, input: Any, output: dict[str, Any], expected_output: Any = None, metadata: Any = None, **_: Any) -> list[Evaluation]:  # noqa: A002
