@@ -103,7 +103,7 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
     for kind, metrics in summary.get("by_kind", {}).items():
         table.add_row(*row(f"kind: {kind}", metrics))
     console.print(table)
-    console.print(f"median search time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
+    console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item
         for item in report.items
