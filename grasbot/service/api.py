@@ -47,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
-from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
+from grasbot.llm import Generation, GenerationOptions, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
 from grasbot.service.body_limit import RequestBodyLimit
 from grasbot.service.limits import Limits, LimitsConfig, LocalLimits, RedisLimits
 from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
@@ -339,19 +339,13 @@ class Service:
         self.profile: Profile = load_profile(vault_dir, settings.profile)
         self.profile_error: str | None = None  # a bad profile on reload: the old one still answers
         # (the settings' options, before the profile's temperature and max tokens: a reload starts from them)
-        self.base_options = GenerationOptions(
-            num_ctx=settings.llm_num_ctx,
-            num_predict=settings.llm_num_predict,
-            temperature=settings.llm_temperature,
-            think=settings.llm_think,
-            keep_alive=settings.llm_keep_alive,
-        )
+        self.base_options = settings.llm_config().options
         self.options = profile_options(self.base_options, self.profile)
         self.observability = Observability(settings)
         self.prompts = PromptSource(
             settings.prompt_name, settings.prompt_label, settings.prompt_cache_seconds, self.observability.client
         )
-        self.llm: LLMClient | None = None
+        self.llm: LLMBackend | None = None
         # Generations run in tasks of their own (so a visitor who leaves can cancel them once, cleanly);
         # they are held here until they end, and cancelled when the server stops.
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -359,13 +353,11 @@ class Service:
         self._following: asyncio.Task[bool] | None = None
 
     async def start(self) -> None:
-        s = self.settings
         # Every replica hears every announced reload at once (Redis pub/sub) and reloads in the background;
         # `catch_up` before each answer is what guarantees it (a message can be missed).
         self._listener = self.announcer.listen(self._announced)
-        self.llm = LLMClient(
-            s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
-        )
+        config = dataclasses.replace(self.settings.llm_config(), options=self.options)  # with the profile's
+        self.llm = create_backend(config)  # LLM_BACKEND: Ollama or OpenAI-compatible
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` in a task of its own, held until it ends (never garbage-collected while pending)."""
@@ -386,7 +378,7 @@ class Service:
         for task in list(self._tasks):
             await cancel_and_wait(task)
         if self.llm is not None:
-            await self.llm.aclose()
+            await self.llm.close()
         if self.redis is not None:
             with suppress(Exception):
                 await self.redis.aclose()
@@ -647,11 +639,11 @@ class Service:
             timings["prompt"] = (time.perf_counter() - prompt_started) * 1000
             generation = Generation(model=s.llm_model)
             with trace.observation(
-                "ollama-chat",
+                f"{self.llm.name}-chat",  # ollama-chat, openai-chat
                 as_type="generation",
                 input=messages,
                 model=s.llm_model,
-                model_parameters=self.options.model_parameters(),
+                model_parameters=self.llm.model_parameters(),
                 **({"prompt": system.client} if system.client is not None else {}),
             ) as gen:
                 llm_started = time.perf_counter()
@@ -659,7 +651,7 @@ class Service:
                     if emit is None:
                         generation = await self.llm.chat(messages)
                     else:
-                        async for piece in self.llm.stream_chat(messages, generation):
+                        async for piece in self.llm.stream(messages, generation):
                             await emit("token", {"text": piece})
                     if not generation.text:
                         raise LLMEmptyAnswer("the language model returned an empty answer")
@@ -676,7 +668,7 @@ class Service:
                             status_message=error.code,
                             model=generation.model,  # as the server reports it
                             usage_details=generation.usage() or None,
-                            metadata={"ollama": generation.raw_summary(), "error": error.code},
+                            metadata={self.llm.name: generation.raw_summary(), "error": error.code},
                         )
                         trace.update(
                             output={"error": error.code, "sources_count": len(sources), "grounded": grounded},
@@ -757,7 +749,12 @@ class Service:
                 "loaded_at": snap.loaded_at,
                 **({"error": vault_error} if vault_error else {}),
             },
-            "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
+            "llm": {
+                "backend": self.settings.llm_backend,
+                "url": redact_url(self.settings.llm_url),
+                "model": self.settings.llm_model,
+                **llm,
+            },
             "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
             "profile": self.profile_view(),
@@ -891,7 +888,8 @@ async def _log_start(service: Service, root: Path) -> None:
         )
     _log_profile(service)
     probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
-    where = redact_url(s.ollama_url)
+    where = f"{redact_url(s.llm_url)} ({s.llm_backend})"
+    server = "Ollama" if s.llm_backend == "ollama" else "The LLM server"
     langfuse = "on" if service.observability.enabled else "off"
     if probe.get("reachable") and probe.get("model_available"):
         log.info(
@@ -899,11 +897,16 @@ async def _log_start(service: Service, root: Path) -> None:
             root, service.snapshot.size, s.llm_model, where, langfuse,
         )  # fmt: skip
         return
-    if probe.get("reachable"):
-        down = f"Ollama at {where} does not have the model {s.llm_model} (`ollama pull {s.llm_model}`)"
+    if probe.get("upstream_status") is not None and probe["upstream_status"] != 404:
+        # it answers, but refuses (a wrong LLM_API_KEY: 401) or fails: not a missing model
+        down = f"{server} at {where} answers HTTP {probe['upstream_status']} (a wrong LLM_API_KEY or LLM_BASE_URL?)"
+        effect = "502 `llm_bad_response`"
+    elif probe.get("reachable"):
+        hint = f" (`ollama pull {s.llm_model}`)" if s.llm_backend == "ollama" else " (its /models lists what it serves)"
+        down = f"{server} at {where} does not have the model {s.llm_model}{hint}"
         effect = "502 `llm_model_not_found`"
     else:
-        down = f"Ollama cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
+        down = f"{server} cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
         effect = "503 `llm_unavailable`"
     log.warning(
         "GrasBot started, but the LLM is down: %s. Questions get %s (with their sources) until it is up; "
