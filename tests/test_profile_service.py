@@ -134,3 +134,19 @@ def test_an_unknown_grasbot_profile_is_a_clear_error(tmp_path: Path, name: str) 
     )  # fmt: skip
     assert done.returncode == 2
     assert f"GRASBOT_PROFILE={name}: no profile of that name (did you mean `textbook`?)" in done.stderr
+
+
+def test_the_textbook_profile_through_the_openai_backend(tmp_path: Path, fake_openai) -> None:  # noqa: ANN001
+    from tests.service_fixtures import openai_settings
+
+    vault = book_vault(tmp_path / "book")
+    with run_server(openai_settings(fake_openai), vault) as server:
+        server.client().get("/ask", params={"q": BOOK_QUESTION})
+        sent = fake_openai.chat_requests()[-1]
+        assert sent["messages"][0]["content"] == shipped("textbook").system_prompt
+        assert sent["temperature"] == 0.1 and sent["max_tokens"] == 700
+        (vault / PROFILE_FILE).unlink()
+        server.client().post("/reload-vault")
+        server.client().get("/ask", params={"q": BOOK_QUESTION})
+        sent = fake_openai.chat_requests()[-1]
+        assert sent["temperature"] == 0.4 and sent["max_tokens"] == 1024
