@@ -54,7 +54,7 @@ from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
 from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
 from grasbot.service.sessions import SessionIds
 from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
-from grasbot.model import Note, visible_to_visitors
+from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -65,7 +65,7 @@ from grasbot.service.observability import (
 from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
 from grasbot.answer.profile import Profile, ProfileError, load_profile
 from grasbot.service.prompts import PromptSource, SystemPrompt
-from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
+from grasbot.answer.prompt import build_prompt, hidden_links, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.text import loose_name_key
 from grasbot.vault import Vault
@@ -171,6 +171,8 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     for path in sorted(vault.notes):
         note = vault.notes[path]
         if not visible_to_visitors(note):
+            if any(p.code in HIDING_PROBLEMS for p in note.problems):  # hidden as unreadable: counted, as below
+                unlisted += len(note.problems)
             continue
         if not is_servable(note):
             unlisted += len(note.problems)
@@ -180,9 +182,12 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     return listed, unlisted
 
 
-def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
-    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root."""
-    vault = Vault.load(root)
+def load_snapshot(
+    root: Path, config: SearchConfig, version: int, privacy: PrivacyPolicy | None = None
+) -> VaultSnapshot:
+    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root.
+    `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`."""
+    vault = Vault.load(root, privacy=privacy)
     index = SearchIndex.build(vault, config)
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
@@ -205,7 +210,7 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         public=public,
         digests=digests,
         by_type=dict(sorted(by_type.items())),
-        hidden=hidden_names(vault.notes.values()),
+        hidden=hidden_links(vault),  # links redacted by resolution (grasbot.answer.prompt.HiddenLinks)
         problems=problems,
         unlisted_problems=unlisted,
     )
@@ -233,7 +238,7 @@ def source_url(note_type: str | None, slug: str) -> str | None:
 def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     return {
         "slug": hit.id,
-        "title": redact_hidden_links(hit.note.title, hidden),  # (a title may hold a link, as a body does)
+        "title": redact_hidden_links(hit.note.title, hidden, hit.note.path),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
         "score": round(float(hit.score), 2),
         "reasons": list(hit.reasons),
@@ -333,7 +338,10 @@ class Service:
         # The version is read before the vault: a reload announced while this worker loads is followed.
         # (None: Redis cannot say now; the first question then compares again and reloads if needed.)
         self._stamp_seen = self.announcer.current_sync() or ""
-        self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
+        self.privacy = PrivacyPolicy(settings.private_folders, settings.private_tags)
+        self.snapshot = load_snapshot(
+            vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1, self.privacy
+        )
         self._listener: asyncio.Task[None] | None = None
         # The answering profile (grasbot/answer/profile.py): a bad one stops the start with its error
         self.profile: Profile = load_profile(vault_dir, settings.profile)
@@ -443,7 +451,9 @@ class Service:
         old = self.snapshot
         started = time.perf_counter()
         try:
-            new = await asyncio.to_thread(load_snapshot, self.vault_dir, self.search_config, old.version + 1)
+            new = await asyncio.to_thread(
+                load_snapshot, self.vault_dir, self.search_config, old.version + 1, self.privacy
+            )
         except (OSError, ValueError) as error:
             log.error("reload failed, still serving vault version %d: %s", old.version, type(error).__name__)
             raise ApiError(
