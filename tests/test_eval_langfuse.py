@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllama, faithful_reply
 from tests.langfuse_collector import LangfuseCollector
 from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import REPO, SAMPLE_VAULT, langfuse_settings, run_server
@@ -77,6 +77,7 @@ def test_export_a_local_set_then_run_the_dataset(question_set: Path, collector: 
 
 
 def test_items_from_the_traces_a_visitor_liked(fake_ollama: FakeOllama, collector: LangfuseCollector) -> None:
+    fake_ollama.script(reply=faithful_reply)  # `grounded` is the verified answer's: a model that answers from the notes
     with run_server(langfuse_settings(fake_ollama, collector), SAMPLE_VAULT) as server:
         client = server.client()
         liked = client.get("/ask", params={"q": "Que sait-il faire en Rust ?"}).json()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from grasbot.answer.profile import PROFILE_FILE, shipped
-from tests.fake_ollama import FakeOllama
+from tests.fake_ollama import FakeOllama, faithful_reply
 from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import run_server, service_settings, write_note
 
@@ -40,6 +40,7 @@ def last_chat(fake: FakeOllama) -> dict:
 
 def test_a_book_vault_answers_with_the_textbook_profile(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     vault = book_vault(tmp_path / "book")
+    fake_ollama.script(reply=faithful_reply)  # `grounded` is the verified answer's: one from the notes
     with run_server(service_settings(fake_ollama), vault) as server:
         client = server.client()
         body = client.get("/ask", params={"q": BOOK_QUESTION}).json()
