@@ -296,7 +296,9 @@ class Service:
         # every worker.
         self.state_dir = private_dir(settings.state_dir)
         self.stamp_path = reload_stamp_path(vault_dir, self.state_dir)
-        self.sessions = SessionIds(session_key(self.state_dir))
+        # Replicas on several machines share GRASBOT_SESSION_KEY (docs/deploy.md); the workers of one
+        # machine share the key of the state folder.
+        self.sessions = SessionIds(settings.session_key or session_key(self.state_dir))
         # With Redis (several machines or containers, docs/deploy.md), memory, reload announcements and
         # admission limits are shared through it; without, they live in this process and the stamp file.
         limits = LimitsConfig(
@@ -455,7 +457,15 @@ class Service:
             # (if it could not be announced, what is announced now is what this worker has seen)
             stamp = written if written is not None else await self._announced_stamp()
         else:
-            version = stamp_version(stamp) or old.version + 1
+            version = stamp_version(stamp) or 0
+            if version <= old.version:
+                # This replica is ahead of what is announced: it reloaded while the announcement could not
+                # go out (Redis down), or Redis lost its counter. Its own next version is announced, so that
+                # every replica converges on one number: memory's floor (the oldest version whose answers
+                # may be kept) compares versions tagged by different replicas, and a replica whose numbers
+                # ran ahead would have answers from before a removing reload pass that floor.
+                written, version = await self.announcer.announce(old.version + 1)
+                stamp = written if written is not None else stamp
         # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
         new = dataclasses.replace(new, version=max(version, old.version + 1))
         # The atomic swap: requests in flight keep their reference to `old`.
@@ -818,6 +828,11 @@ async def _log_start(service: Service, root: Path) -> None:
         log.warning(
             "POST /reload-vault is open: GRASBOT_RELOAD_TOKEN is not set, so anyone who can reach this server "
             "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
+        )
+    if s.redis_url is not None and s.session_key is None:
+        log.warning(
+            "GRASBOT_REDIS_URL is set but GRASBOT_SESSION_KEY is not: a follow-up answered by another replica "
+            "keeps its conversation only if every replica shares this GRASBOT_STATE_DIR (docs/deploy.md)"
         )
     probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
     where = redact_url(s.ollama_url)

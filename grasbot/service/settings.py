@@ -51,6 +51,7 @@ ENV_VARIABLES: dict[str, str] = {
     "GRASBOT_STATE_DIR": "private folder (0700) for the reload stamp and lock and the session key (default: the user's state folder)",
     "GRASBOT_ALLOW_OPEN_RELOAD": "let `grasbot serve` bind a non-loopback address with no GRASBOT_RELOAD_TOKEN (default false)",
     "GRASBOT_REDIS_URL": "Redis (or Valkey) shared by every replica: memory, reload announcements, limits (default: unset, in-process)",
+    "GRASBOT_SESSION_KEY": "the secret (32 characters at least) that signs session ids, the same on every replica (default: a key made in GRASBOT_STATE_DIR)",
     "GRASBOT_RATE_LIMIT": "questions per minute per visitor address, 429 above (default 30; 0: no limit)",
     "GRASBOT_RATE_BURST": "questions a visitor may send at once above the steady rate (default 10)",
     "GRASBOT_MAX_GENERATIONS": "answers generated at once, over every replica with Redis; 429 above (default 8; 0: no cap)",
@@ -58,6 +59,10 @@ ENV_VARIABLES: dict[str, str] = {
     "STREAM_PING_SECONDS": "seconds between two keep-alive comments on an /ask/stream (default 15)",
     "DEMO_PAGE": "serve the reference chat page at /demo (default false)",
 }
+
+
+#: The shortest GRASBOT_SESSION_KEY accepted (a hex token of 16 bytes; `secrets.token_hex(32)` gives 64).
+MIN_SESSION_KEY_CHARS = 32
 
 
 class ConfigError(ValueError):
@@ -113,6 +118,10 @@ class Settings:
     #: GRASBOT_REDIS_URL: conversation memory, reload announcements and limits shared by every replica
     #: through this Redis (or Valkey); unset: in this process (and the stamp file between workers).
     redis_url: str | None = field(default=None, repr=False)
+    #: GRASBOT_SESSION_KEY: the secret that signs session ids. Replicas that share no folder must share it,
+    #: or a follow-up sent to another replica than the first starts a new conversation. None: the key made
+    #: once in the state folder (enough for the workers of one machine).
+    session_key: bytes | None = field(default=None, repr=False)
     #: GRASBOT_RATE_LIMIT: questions per minute per visitor (their address); 0: no limit.
     rate_limit: int = 30
     #: GRASBOT_RATE_BURST: questions a visitor may send at once above the steady rate.
@@ -214,6 +223,13 @@ class Settings:
             if urlsplit(v).scheme not in ("redis", "rediss", "unix"):
                 raise ConfigError(f"GRASBOT_REDIS_URL must be a redis://, rediss:// or unix:// URL, not {redact_url(v)!r}")
             kwargs["redis_url"] = v
+        if (v := get("GRASBOT_SESSION_KEY")) is not None:
+            if len(v) < MIN_SESSION_KEY_CHARS:
+                raise ConfigError(
+                    f"GRASBOT_SESSION_KEY: must be at least {MIN_SESSION_KEY_CHARS} characters (it is {len(v)}); "
+                    "make one with: python3 -c 'import secrets; print(secrets.token_hex(32))'"
+                )
+            kwargs["session_key"] = v.encode("utf-8")
         if (v := get("GRASBOT_RATE_LIMIT")) is not None:
             kwargs["rate_limit"] = _int("GRASBOT_RATE_LIMIT", v, 0, 1_000_000)
         if (v := get("GRASBOT_RATE_BURST")) is not None:
@@ -243,7 +259,7 @@ class Settings:
 
     def public_view(self) -> dict[str, Any]:
         """The active configuration without any secret, for `/health` and logs."""
-        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key", "redis_url"}
+        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key", "redis_url", "session_key"}
         view: dict[str, Any] = {}
         for f in fields(self):
             if f.name in hidden:
@@ -257,6 +273,7 @@ class Settings:
                 value = redact_url(value)
             view[f.name] = value
         view["reload_token_set"] = self.reload_token is not None
+        view["session_key_set"] = self.session_key is not None
         view["langfuse_enabled"] = self.langfuse_enabled
         return view
 
