@@ -206,9 +206,16 @@ def load(
     *,
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
     use_snapshot: bool = True,
+    verify: bool = False,
 ) -> Snapshot:
     """The vault at `root` and its index, from the snapshot when one matches (re-reading only the files that
-    changed), else loaded and indexed from scratch. Raises like `Vault.load` when `root` is not a folder."""
+    changed), else loaded and indexed from scratch. Raises like `Vault.load` when `root` is not a folder.
+
+    `verify`: trust no stat signature; every note's bytes are read and hashed, and a note whose digest
+    differs is re-read even if its size and mtime are those recorded (an edit that kept both: a sync tool
+    that restores mtimes, a coarse-mtime file system). The service loads this way: a note made private must
+    never be served from the snapshot because its file kept its mtime. Hashing costs a read of every note,
+    still far less than parsing them."""
     config = config or SearchConfig()
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
@@ -219,7 +226,7 @@ def load(
         data = _read(file, key)
         files = _current_files(root_path, exclude) if data is not None else None
         if data is not None and files is not None:
-            snap = _refresh(data, files)
+            snap = _refresh(data, files, verify)
             if snap is not None:
                 snap._file = file
                 return snap
@@ -240,7 +247,15 @@ def _stat_all(files: dict[str, str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _refresh(data: dict[str, Any], files: dict[str, str]) -> Snapshot | None:
+def _digest_of(full: str) -> str | None:
+    try:
+        with open(full, "rb") as fh:
+            return hashlib.blake2b(fh.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+def _refresh(data: dict[str, Any], files: dict[str, str], verify: bool = False) -> Snapshot | None:
     vault: Vault = data["vault"]
     index: SearchIndex = data["index"]
     signatures: dict[str, tuple[int, int]] = data["signatures"]
@@ -249,16 +264,17 @@ def _refresh(data: dict[str, Any], files: dict[str, str]) -> Snapshot | None:
         sig = _signature(full)
         if sig is None or signatures.get(rel) != sig:
             changed[rel] = sig
+        elif verify:
+            note = vault.notes.get(rel)
+            if note is not None and _digest_of(full) != note.digest:
+                changed[rel] = sig
     gone = [rel for rel in signatures if rel not in files]
     vault_freeze(vault)
     reread = 0
     for rel in changed:
         old = vault.notes.get(rel)
         if old is not None:
-            try:
-                digest = hashlib.blake2b(Path(files[rel]).read_bytes(), digest_size=16).hexdigest()
-            except OSError:
-                digest = None
+            digest = _digest_of(files[rel])
             if digest == old.digest:  # touched, not changed (a checkout, a sync tool)
                 continue
         index.update(vault, vault.update_file(rel))
@@ -298,7 +314,8 @@ def _write(snap: Snapshot) -> None:
     key = _file_for(Path(snap.vault.root), snap.vault.exclude, snap.index.config)[1]
     payload = _dumps({"key": key, "vault": snap.vault, "index": snap.index, "signatures": signatures})
     mac = hmac.new(secret, payload, hashlib.sha256).digest()
-    tmp = folder / f".{file.name}.{os.getpid()}.tmp"
+    # (a name of this writer's own: two threads of one process may write at once, a start and a reload)
+    tmp = folder / f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:

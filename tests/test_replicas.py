@@ -129,7 +129,7 @@ def cluster(tmp_path: Path, fake: FakeOllama, session_key: str | None = None, **
         for name in ("a", "b"):
             home = tmp_path / name
             vault = home / "vault"
-            shutil.copytree(SAMPLE_VAULT, vault)
+            shutil.copytree(SAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaulttools_cache"))
             port = free_port()
             log = home / "serve.log"
             cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(vault), "--port", str(port),

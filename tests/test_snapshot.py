@@ -40,7 +40,8 @@ def ranking(index: SearchIndex) -> list[list[tuple[str, float, tuple[str, ...]]]
 def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("VAULTTOOLS_CACHE_DIR", raising=False)
     dest = tmp_path / "vault"
-    shutil.copytree(SAMPLE_VAULT, dest)
+    # (without the caches a command run on the bundled vault left there: this copy has its own)
+    shutil.copytree(SAMPLE_VAULT, dest, ignore=shutil.ignore_patterns(".vaulttools_cache"))
     return dest
 
 
@@ -188,3 +189,45 @@ def test_background_save_from_a_one_shot_process(vault: Path, tmp_path: Path) ->
 def test_a_missing_vault_raises_the_loaders_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="vault folder not found"):
         snapshot.load(tmp_path / "absent")
+
+
+def _wait_for_snapshot(vault: Path) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = list((vault / ".vaulttools_cache").glob("snapshot-*.bin"))
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("the service wrote no snapshot")
+
+
+def test_the_service_starts_from_the_snapshot_and_sees_a_note_made_private_on_reload(vault: Path) -> None:
+    """Through a real server: its start writes the snapshot, a second server starts from it, and a note made
+    private is never served after the reload, even when the edit kept the file's size and mtime (the
+    service checks every note's digest, not only its stat signature)."""
+    from tests.fake_ollama import FakeOllama
+    from tests.service_fixtures import run_server, service_settings
+
+    rust = next(vault.rglob("rust*.md"))
+    question = "Que sait-il faire en Rust ?"
+    with FakeOllama() as fake:
+        with run_server(service_settings(fake), vault):
+            file = _wait_for_snapshot(vault)
+        written = file.stat().st_mtime_ns
+        with run_server(service_settings(fake), vault) as server:
+            client = server.client()
+            assert "rust" in [s["slug"] for s in client.get("/ask", params={"q": question}).json()["sources"]]
+            assert file.stat().st_mtime_ns == written  # nothing changed: started from the file, not rewritten
+            # Made private with the same number of bytes and the old mtime: no stat signature tells.
+            before = rust.stat()
+            text = rust.read_text(encoding="utf-8")
+            edited = text.replace("visibility: public", "visibility: private", 1).replace("\n\n", "\n", 1)
+            assert len(edited.encode()) == before.st_size and edited != text
+            rust.write_text(edited, encoding="utf-8")
+            os.utime(rust, ns=(before.st_atime_ns, before.st_mtime_ns))
+            reloaded = client.post("/reload-vault").json()
+            assert "rust" in reloaded["removed"]
+            fake.reset()
+            body = client.get("/ask", params={"q": question}).json()
+            assert "rust" not in [s["slug"] for s in body["sources"]]
+            assert all("[rust]" not in p and "20-Competences/rust" not in p for p in fake.chat_prompts())

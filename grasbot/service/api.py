@@ -66,6 +66,7 @@ from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipelin
 from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.text import loose_name_key
+from grasbot import snapshot as engine_snapshot
 from grasbot.vault import Vault
 
 log = logging.getLogger("grasbot.service.api")
@@ -179,9 +180,16 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
 
 
 def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
-    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root."""
-    vault = Vault.load(root)
-    index = SearchIndex.build(vault, config)
+    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root.
+
+    Through the persistent snapshot (grasbot/snapshot.py): a start or a reload re-reads only the notes whose
+    bytes changed, every note's digest checked (`verify`: a note made private is seen even if its file kept
+    its size and mtime). The refreshed snapshot is written back in a thread of its own, after the swap is
+    possible; a vault folder the service cannot write to (mounted read-only, without
+    VAULTTOOLS_CACHE_DIR) only costs the fast start."""
+    loaded = engine_snapshot.load(root, config, verify=True)
+    vault, index = loaded.vault, loaded.index
+    threading.Thread(target=engine_snapshot.save, args=(loaded,), name="grasbot-snapshot-writer").start()
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}

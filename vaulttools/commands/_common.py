@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
-    from grasbot import RetrievalPipeline, Vault
+    from grasbot import RetrievalPipeline
+    from grasbot.snapshot import Snapshot
 
 
 class CliError(Exception):
@@ -33,22 +34,36 @@ def vault_path(args: argparse.Namespace) -> Path:
     return path
 
 
-def load_vault(root: Path) -> Vault:
-    """`Vault.load`, with a folder that vanished or cannot be read turned into a CliError."""
-    from grasbot import Vault
+def add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """`--no-cache`, as lint has it: read the whole vault and build the index, no snapshot read or written."""
+    parser.add_argument(
+        "--no-cache", action="store_true",
+        help="do not read or write the vault snapshot (VAULT/.vaulttools_cache/): load and index the whole vault",
+    )  # fmt: skip
+
+
+def load_snapshot(root: Path, use_cache: bool = True) -> Snapshot:
+    """The vault at `root` and its search index, from the persistent snapshot when it matches (re-reading only
+    the files that changed: grasbot/snapshot.py), else read and indexed whole. A snapshot that changed is
+    written back by a forked child, so the command does not wait for it. CliError for a folder that vanished
+    or cannot be read."""
+    from grasbot import snapshot
 
     try:
-        return Vault.load(root)
+        loaded = snapshot.load(root, use_snapshot=use_cache)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CliError(str(exc)) from None
+    snapshot.save(loaded, background=True)
+    return loaded
 
 
-def load_pipeline(root: Path, purpose: str, top_k: int = 5) -> RetrievalPipeline:
+def load_pipeline(root: Path, purpose: str, top_k: int = 5, use_cache: bool = True) -> RetrievalPipeline:
     """The bot's retrieval pipeline over the vault at `root` (its index, its hidden notes, `top_k` notes a
     question); CliError when no public note is left to retrieve (`purpose` says for what)."""
     from grasbot import RetrievalLimits, RetrievalPipeline
 
-    pipeline = RetrievalPipeline.of_vault(load_vault(root), limits=RetrievalLimits(top_k=top_k))
+    loaded = load_snapshot(root, use_cache)
+    pipeline = RetrievalPipeline.of_vault(loaded.vault, loaded.index, limits=RetrievalLimits(top_k=top_k))
     if pipeline.index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")
     return pipeline

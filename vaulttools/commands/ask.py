@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, load_pipeline, vault_path
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -14,6 +14,7 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
     parser.add_argument("--json", action="store_true", help="print JSON (DESIGN §10) instead of a table")
     parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args)
 
-    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
 
     if args.json:
         payload = {
