@@ -231,3 +231,40 @@ def test_the_service_starts_from_the_snapshot_and_sees_a_note_made_private_on_re
             body = client.get("/ask", params={"q": question}).json()
             assert "rust" not in [s["slug"] for s in body["sources"]]
             assert all("[rust]" not in p and "20-Competences/rust" not in p for p in fake.chat_prompts())
+
+
+def test_watch_and_the_tui_start_from_the_snapshot_and_a_change_seen_live_is_reread(vault: Path) -> None:
+    """`vaulttools watch` (LiveVault) and the TUI (Backend) load through the snapshot and write it back when
+    they stop; a note changed while they ran (applied live) is re-read at the next start, never served from
+    the snapshot as it was."""
+    from vaulttools.live import LiveVault
+    from vaulttools.tui.backend import Backend
+
+    first = LiveVault.load(vault, use_snapshot=True)
+    assert first._snapshot.source == "load"
+    first.save_snapshot()
+    live = LiveVault.load(vault, use_snapshot=True)
+    assert live._snapshot.source == "snapshot" and ranking(live.index) == fresh(vault)
+    rust = next(vault.rglob("rust*.md"))
+    rel = rust.relative_to(vault).as_posix()
+    rust.write_text(rust.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    live.apply([rel])
+    assert all(h.note.path != rel for h in live.index.search("Rust").hits)
+    live.save_snapshot()
+
+    backend = Backend(vault)
+    backend.load()
+    assert backend._loaded.source == "snapshot" and backend._loaded.reread == 1  # the note changed since the load
+    backend.build_index()
+    backend.start_live()
+    assert all(h.note.path != rel for h in backend._index.search("Rust").hits)
+    assert ranking(backend._index) == fresh(vault)
+    backend.stop()
+    again = Backend(vault)
+    again.load()
+    assert again._loaded.source == "snapshot" and again._loaded.reread == 0
+    again.build_index()
+    assert ranking(again._index) == fresh(vault)
+    uncached = Backend(vault, use_cache=False)  # --no-cache
+    uncached.load()
+    assert uncached._loaded.source == "load" and uncached._loaded._file is None  # read whole, nothing to write
