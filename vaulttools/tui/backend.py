@@ -56,9 +56,9 @@ __all__ = [
 #: How many notes the question preview lists (the API's SEARCH_TOP_K default).
 DEFAULT_TOP_K = 5
 #: Up to this many notes the LiveVault keeps the TUI's search index up to date with every save (see
-#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update then costs ~7 ms
-#: a save on 10k notes and ~25 ms on 50k (benchmarks/README.md, retrieval), where rebuilding it after a
-#: burst of saves costs ~2 s and ~10 s. Above, updates grow with the vault and the rebuild is kept.
+#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update after a save costs
+#: milliseconds, where rebuilding it after a burst of saves costs seconds (benchmarks/README.md, retrieval).
+#: Above, updates grow with the vault and the rebuild is kept.
 INDEX_LIVE_LIMIT = 50_000
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
@@ -319,8 +319,9 @@ class Backend:
         started = time.perf_counter()
         loaded = self._loaded
         self._index = loaded.index if loaded is not None and loaded.vault is self._vault else SearchIndex.build(self._vault)
-        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the
-        # spelling corrector's tables take ~0.4 s on 10k notes) here rather than on the author's first key
+        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the spelling
+        # corrector's tables: the slowest search of all, see benchmarks/README.md, TUI) here rather than on
+        # the author's first key
         self._index.search("quelle est la météo zzzq demain ?", 1)
         self.timings["index"] = time.perf_counter() - started
         if len(self._vault.notes) > FREEZE_ABOVE:

@@ -1,4 +1,4 @@
-"""Report formats: `text` (people), `json` (other tools, DESIGN §10), `github` (workflow annotations), `sarif`
+"""Report formats: `text` (people), `json` (other tools, docs/architecture.md), `github` (workflow annotations), `sarif`
 (code scanning). Each module exposes `render(result, paths) -> str`.
 
 `text` (uncoloured), `json` and `github` are also built from *parts*: one string per note with findings
