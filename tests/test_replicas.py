@@ -20,10 +20,8 @@ import httpx
 import pytest
 
 from tests.fake_ollama import FakeOllama
-from tests.redis_server import RedisServer, free_port, redis_binary
+from tests.redis_server import RedisServer, free_port  # (RedisServer skips, with the reason, without a binary)
 from tests.service_fixtures import SAMPLE_VAULT, fake_ollama  # noqa: F401 - fixture
-
-pytestmark = pytest.mark.skipif(redis_binary() is None, reason="no redis-server or valkey-server binary (apt-get install redis-server)")
 
 RUST = "Que sait-il faire en Rust ?"
 RUST_NOTE = "20-Competences/rust.md"
@@ -328,3 +326,16 @@ def test_the_generation_cap_is_shared_across_replicas(tmp_path: Path, fake_ollam
         assert int(refused.headers["Retry-After"]) >= 1
         fake_ollama.script(reply="Vite [rust].")
         assert c.b.ask(RUST).status_code == 200  # the slot came back when A's answer ended
+
+
+def test_the_session_key_setting() -> None:
+    from grasbot.service.settings import ConfigError, Settings
+
+    key = secrets.token_hex(32)
+    settings = Settings.from_env(environ={"GRASBOT_SESSION_KEY": key}, env_file=None)
+    assert settings.session_key == key.encode()
+    view = settings.public_view()
+    assert view["session_key_set"] is True and key not in repr(settings) and key not in str(view)
+    assert Settings.from_env(environ={}, env_file=None).session_key is None
+    with pytest.raises(ConfigError, match="GRASBOT_SESSION_KEY.*at least 32"):
+        Settings.from_env(environ={"GRASBOT_SESSION_KEY": "too-short"}, env_file=None)
