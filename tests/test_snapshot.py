@@ -268,3 +268,35 @@ def test_watch_and_the_tui_start_from_the_snapshot_and_a_change_seen_live_is_rer
     uncached = Backend(vault, use_cache=False)  # --no-cache
     uncached.load()
     assert uncached._loaded.source == "load" and uncached._loaded._file is None  # read whole, nothing to write
+
+
+def test_vaulttools_ask_writes_the_snapshot_after_its_answer_and_answers_as_without_it(vault: Path, tmp_path: Path) -> None:
+    """Whole processes: the first `vaulttools ask` leaves a snapshot (written by a forked child once the
+    answer is out), the next ones read it and answer exactly as `--no-cache` does, a note changed since
+    included; `--no-cache` writes nothing."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "VAULTTOOLS_CACHE_DIR": str(cache)}
+
+    def ask(*extra: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "vaulttools.cli", "ask", "--json", "--vault", str(vault), *extra,
+                              "Que sait-il faire en Rust ?"], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    uncached = ask("--no-cache")
+    assert not cache.exists()
+    assert ask() == uncached
+    deadline = time.monotonic() + 30
+    while not list(cache.glob("*/snapshot-*.bin")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    file = next(cache.glob("*/snapshot-*.bin"))
+    assert ask() == uncached
+    rust = next(vault.rglob("rust*.md"))
+    rust.write_text(rust.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    written = file.stat().st_mtime_ns
+    changed = ask()
+    assert changed == ask("--no-cache") and '"slug": "rust"' not in changed and '"slug": "rust"' in uncached
+    deadline = time.monotonic() + 30
+    while file.stat().st_mtime_ns == written and time.monotonic() < deadline:  # refreshed, then written back
+        time.sleep(0.05)
+    assert file.stat().st_mtime_ns != written

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from vaulttools import __version__
 from vaulttools.commands import COMMANDS
-from vaulttools.commands._common import CliError
+from vaulttools.commands._common import CliError, write_pending_snapshots
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        try:
+            return int(args._run(args) or 0)
+        finally:
+            write_pending_snapshots()  # after the output: the command's own time is not spent on it
     except CliError as exc:
         print(f"vaulttools {args.command}: error: {exc}", file=sys.stderr)
         return 2

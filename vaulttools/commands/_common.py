@@ -45,7 +45,7 @@ def add_cache_argument(parser: argparse.ArgumentParser) -> None:
 def load_snapshot(root: Path, use_cache: bool = True) -> Snapshot:
     """The vault at `root` and its search index, from the persistent snapshot when it matches (re-reading only
     the files that changed: grasbot/snapshot.py), else read and indexed whole. A snapshot that changed is
-    written back by a forked child, so the command does not wait for it. CliError for a folder that vanished
+    written back when the command is done (`write_pending_snapshots`). CliError for a folder that vanished
     or cannot be read."""
     from grasbot import snapshot
 
@@ -53,8 +53,22 @@ def load_snapshot(root: Path, use_cache: bool = True) -> Snapshot:
         loaded = snapshot.load(root, use_snapshot=use_cache)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CliError(str(exc)) from None
-    snapshot.save(loaded, background=True)
+    _PENDING.append(loaded)
     return loaded
+
+
+#: Snapshots loaded by this command, written back (if they changed) once its output is out.
+_PENDING: list[Snapshot] = []
+
+
+def write_pending_snapshots() -> None:
+    """Write back the snapshots this command loaded, after its work: `vaulttools.cli.main` calls it when the
+    command returns. The writer is a forked child, so the command's process exits at once and a cold start
+    is not slowed by the write (not even by the child's CPU, while the command still runs)."""
+    from grasbot import snapshot
+
+    while _PENDING:
+        snapshot.save(_PENDING.pop(), background=True)
 
 
 def load_pipeline(root: Path, purpose: str, top_k: int = 5, use_cache: bool = True) -> RetrievalPipeline:
