@@ -127,16 +127,22 @@ def _wait_written(cache: Path, timeout: float = 120.0) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = _util.suite_parser(__doc__.split("\n")[0])
     parser.add_argument("--notes", type=int, default=None, help="vault size (default 10000, 1000 with --quick)")
+    parser.add_argument("--only", default="ask,tui,serve", help="comma-separated parts to measure (default ask,tui,serve)")
     args = parser.parse_args(argv)
     runs = _util.runs_for(args)
     notes = args.notes or (1000 if args.quick else 10000)
     vault = str(synth.ensure_vault(notes))
     work = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
     try:
-        ask = _three_ways("ask", lambda use: ASK.format(vault=vault, question=QUESTION, extra=[] if use else ["--no-cache"]),
-                          runs, work, "wall")  # fmt: skip
-        tui = _three_ways("tui", lambda use: TUI.format(vault=vault, use_cache=use), runs, work, "checked")
-        serve = _three_ways("serve", lambda use: SERVE.format(vault=vault), runs, work, "ready")
+        only = set(args.only.split(","))
+        ask = tui = serve = None
+        if "ask" in only:
+            ask = _three_ways("ask", lambda use: ASK.format(vault=vault, question=QUESTION, extra=[] if use else ["--no-cache"]),
+                              runs, work, "wall")  # fmt: skip
+        if "tui" in only:
+            tui = _three_ways("tui", lambda use: TUI.format(vault=vault, use_cache=use), runs, work, "checked")
+        if "serve" in only:
+            serve = _three_ways("serve", lambda use: SERVE.format(vault=vault), runs, work, "ready")
         mem: dict[str, _util.Measurement] = {}
         for way, use, source in (("fresh", False, "load"), ("snapshot", True, "snapshot")):
             cache = Path(tempfile.mkdtemp(prefix="snap-mem-", dir=work))
@@ -155,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, m, key, target in (("vaulttools ask, whole process", ask, "wall", 0.6),
                                  ("TUI fully checked (load, index, lint)", tui, "checked", 1.5),
                                  ("grasbot serve ready (/health answers)", serve, "ready", 1.0)):  # fmt: skip
+        if m is None:
+            continue
         without, cold, warm = med(m, "without", key), med(m, "cold", key), med(m, "warm", key)
         rows.append([name, _util.fmt_seconds(without), _util.fmt_seconds(cold), _util.fmt_seconds(warm),
                      f"{warm / cold:.2f}×", f"{cold / without:.2f}×",
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     _util.write_json(args.json, "snapshot", {
         "notes": notes,
-        **{f"{n}_{w}": m[w].as_dict() for n, m in (("ask", ask), ("tui", tui), ("serve", serve)) for w in m},
+        **{f"{n}_{w}": m[w].as_dict() for n, m in (("ask", ask), ("tui", tui), ("serve", serve)) if m for w in m},
         **{f"memory_{w}": m.as_dict() for w, m in mem.items()},
     })  # fmt: skip
     return 0
