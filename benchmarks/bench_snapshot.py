@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         notes=[
             f"memory, peak RSS of a process holding the vault + index: fresh load {_util.fmt_mib(mem['fresh'].median('max_rss'))}, "
             f"from the snapshot {_util.fmt_mib(mem['snapshot'].median('max_rss'))} (target ≤ 150 MiB)",
+            *([f"vaulttools ask, CPU time of the process (less skewed by a busy machine): no snapshot "
+               f"{_util.fmt_seconds(ask['without'].median('cpu'))}, cold {_util.fmt_seconds(ask['cold'].median('cpu'))}, "
+               f"warm {_util.fmt_seconds(ask['warm'].median('cpu'))}"] if ask else []),
             "targets: ask warm ≤ 0.15 × cold and < 0.6 s; cold ≤ 1.05 × no snapshot",
             _util.machine(),
         ],
