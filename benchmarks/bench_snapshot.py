@@ -109,19 +109,23 @@ def _three_ways(label: str, make: Any, runs: int, work: Path, key: str) -> dict[
             if i:
                 m.runs.append(run)
                 print(f"  {m.label}: run {i}/{runs} {run.wall:.2f} s wall, {key}={run.metrics.get(key, run.wall):.2f}", file=sys.stderr, flush=True)
-            _wait_written(cache)
+            _wait_written(cache, expect=way != "without")
             shutil.rmtree(cache, ignore_errors=True)
         out[way] = m
     return out
 
 
-def _wait_written(cache: Path, timeout: float = 120.0) -> None:
-    """Until no snapshot writer (a forked child, a thread of a stopped server) has a temporary file left."""
+def _wait_written(cache: Path, expect: bool = True, timeout: float = 300.0) -> None:
+    """Until the snapshot writer (a forked child, a thread of a stopped server) is done: the file is there
+    (`expect`) and no temporary file is left. The next run must neither miss the file nor share the CPU."""
     import time
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and list(cache.rglob(".snapshot-*.tmp")):
+    while time.monotonic() < deadline:
+        if (not expect or list(cache.rglob("snapshot-*.bin"))) and not list(cache.rglob(".snapshot-*.tmp")):
+            return
         time.sleep(0.05)
+    raise _util.BenchmarkError(f"no snapshot was written in {cache}")
 
 
 def main(argv: list[str] | None = None) -> int:
