@@ -30,8 +30,9 @@ from typing import Any
 
 from grasbot import Note
 from grasbot import fold
-from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot import DEFAULT_EXCLUDE, PRIVACY_FILE, LinkChange, Vault, read_privacy
 from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.view import LintVault
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 
@@ -410,8 +411,12 @@ class LiveVault:
         """Bring everything up to date after the files at `paths` (vault-relative; files or folders)
         changed on disk: created, modified, deleted, or either end of a move."""
         started = time.perf_counter()
+        paths = sorted(set(paths))
+        if PRIVACY_FILE in paths and read_privacy(self.root)[0] != self.vault.privacy:
+            # private folders or tags changed: which notes are private, every note may have changed
+            return self.reload()
         with self.lock:
-            delta = self._apply(sorted(set(paths)), started)
+            delta = self._apply(paths, started)
             listeners = list(self._listeners)
         for listener in listeners:
             try:
@@ -648,7 +653,7 @@ class LiveVault:
             return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]
 
     def _lint_some(self, paths: list[str]) -> list[Diagnostic]:
-        vault: Any = _LintView(self.vault, self._rows) if self._rows.available else self.vault
+        vault: LintVault = _LintView(self.vault, self._rows) if self._rows.available else self.vault
         try:
             return self._linter.lint_some(vault, self.index, paths)
         except Exception:

@@ -64,8 +64,8 @@ import time
 from itertools import chain, compress
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -73,7 +73,7 @@ from grasbot.search import grounding as _grounding, lexicon as _lexicon, spellin
 from grasbot.model import Note, visible_to_visitors
 from grasbot.text import name_key_fast
 from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
-from grasbot.vault import LinkChange, Vault
+from grasbot.vault import LinkChange
 
 # -- constants (starting points from the original scoring, reworked where measurement said so) -----------------
 #: Term-frequency saturation for ranking. BM25F's pseudo-frequencies are field-weighted (one title word
@@ -125,6 +125,17 @@ REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's inform
 GROUND_EVIDENCE = 0.23
 _SKIP_PROBLEMS = frozenset({"binary", "unreadable", "empty"})
 _DEGRADE_PROBLEMS = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter"})
+
+
+@runtime_checkable
+class IndexedVault(Protocol):
+    """What the index reads of a vault: its notes by path and, when it has them, each note's outgoing links
+    (`Vault`, or a copy such as the TUI's `_VaultSnapshot` taken under a lock)."""
+
+    @property
+    def notes(self) -> Mapping[str, Note]: ...
+
+    def outgoing(self, path: str) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,9 +240,15 @@ class _Reader:
     vault has a few thousand distinct words, so a body is counted and mapped with C-level passes,
     `token_counts` without its strings, and a build maps short texts the same way)."""
 
-    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk")
+    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk", "redact")
 
-    def __init__(self, tids_of: Any, terms: list[str], bulk: bool = True) -> None:
+    def __init__(
+        self, tids_of: Any, terms: list[str], bulk: bool = True, redact: Callable[[str, str], str] | None = None
+    ) -> None:
+        # `redact(text, path)`: the text a visitor may read, without the links to hidden notes
+        # (`grasbot.vault.Vault.visitor_text`, what the prompt quotes): the index never holds words that only
+        # a link to a private note brings, so that neither `grounded` nor a source confirms them
+        self.redact = redact
         self.tids_of = tids_of  # SearchIndex._tids: term ids, new terms added to the vocabulary
         self.terms = terms  # SearchIndex._terms: term id -> term
         self.bulk = bulk  # a build: cache raw words (else one note: the tokenizer's own caches do)
@@ -350,6 +367,8 @@ class _Reader:
             title, slug, aliases, answers, domains, tags = note.stem, "", [], [], [], []
         headings = _headings(note)
         # Fields in BM25F order: title, aliases, slug, answers, domains + tags, headings.
+        if self.redact is not None and ("[" in title or "<" in title):
+            title = self.redact(title, note.path)  # (a title may hold a link, as a body does)
         texts = [title, *aliases, slug, *answers, *domains, *tags, *headings]
         found: list[tuple[int, ...] | None] = list(map(self.short.get, texts))
         a = 1 + len(aliases)  # the slug's place
@@ -380,7 +399,10 @@ class _Reader:
         p_kinds = [k for k, _t in first]
         p_tids = [t for _k, t in first]
         p_texts = list(map(texts.__getitem__, first.values()))
-        body_tids, body_counts = self.body(note.reader_body)
+        body = note.reader_body
+        if self.redact is not None:
+            body = self.redact(body, note.path)
+        body_tids, body_counts = self.body(body)
         doc = _Doc(
             note=note,
             id=note_id(note),
@@ -716,6 +738,7 @@ class SearchIndex:
 
     def __init__(self, config: SearchConfig | None = None) -> None:
         self.config = config or SearchConfig()
+        self._redact: Callable[[str, str], str] | None = None  # the vault's `visitor_text` (see `_Reader`)
         self._reset()
 
     def _reset(self) -> None:
@@ -761,12 +784,12 @@ class SearchIndex:
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, vault: Vault, config: SearchConfig | None = None) -> SearchIndex:
+    def build(cls, vault: IndexedVault, config: SearchConfig | None = None) -> SearchIndex:
         index = cls(config)
         index._rebuild(vault)
         return index
 
-    def update(self, vault: Vault, change: LinkChange) -> None:
+    def update(self, vault: IndexedVault, change: LinkChange) -> None:
         """Bring the index up to date after `vault.update_file`/`remove_file` returned `change`.
 
         Only the changed notes are re-tokenized, and only their own postings change (milliseconds, not a
@@ -787,10 +810,27 @@ class SearchIndex:
                 gc.enable()
         self._stale = True
 
-    def _update(self, vault: Vault, change: LinkChange) -> None:
+    def _update(self, vault: IndexedVault, change: LinkChange) -> None:
         notes = vault.notes
+        self._redact = getattr(vault, "visitor_text", None)
+        flipped: list[str] = []  # notes that became hidden or visible: the links to them are read anew
         for path in sorted(change.changed):
+            was = path in self._slot_of
             self._set_note(vault, path, notes.get(path))
+            if was != (path in self._slot_of) and path in notes:
+                flipped.append(path)
+        reread: set[str] = set()
+        incoming = getattr(vault, "incoming", None)
+        if flipped and incoming is not None:
+            for path in flipped:
+                reread.update(incoming(path))
+        hidden = getattr(vault, "hidden_paths", None)
+        if change.relinked and hidden is not None and hidden():
+            # a link that now resolves elsewhere may now reach a hidden note, or no longer reach one
+            reread.update(change.relinked)
+        for path in sorted(reread - change.changed):
+            if path in self._slot_of and path in notes:
+                self._set_note(vault, path, notes[path])
         outgoing = getattr(vault, "outgoing", None)
         for path in sorted(change.relinked):
             slot = self._slot_of.get(path)
@@ -848,7 +888,7 @@ class SearchIndex:
         live.sort(key=self._rank.__getitem__)
         return [self._docs[s].id for s in live]  # type: ignore[union-attr]
 
-    def _rebuild(self, vault: Vault) -> None:
+    def _rebuild(self, vault: IndexedVault) -> None:
         # Building allocates many small objects and frees few: the cyclic GC would rescan the vault's
         # large heap again and again for nothing (superlinear on 50k notes).
         enabled = gc.isenabled()
@@ -878,7 +918,7 @@ class SearchIndex:
             return [vocab[terms[0]]]
         return list(itemgetter(*terms)(vocab))
 
-    def _rebuild_now(self, vault: Vault) -> None:
+    def _rebuild_now(self, vault: IndexedVault) -> None:
         self._reset()
         # Notes take slots in path order (the id order is `_rank`, computed below). A note's (term, note)
         # entries go into compact C arrays as it is read; every `_BUILD_BATCH` notes one numpy sort sums
@@ -906,7 +946,8 @@ class SearchIndex:
         ph_arrays = [np.zeros(0, dtype=dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32)]  # (`_compact`)
         groups = self._groups
         setgroup = groups.setdefault
-        read = _Reader(self._tids, self._terms).read
+        self._redact = getattr(vault, "visitor_text", None)
+        read = _Reader(self._tids, self._terms, redact=self._redact).read
         batch_start = 0
         notes = vault.notes
         for path in sorted(notes):
@@ -1072,7 +1113,7 @@ class SearchIndex:
             raise _Stale(doc.note.path)
         return sorted(stats)
 
-    def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
+    def _set_note(self, vault: IndexedVault, path: str, note: Note | None) -> None:
         """Take the note at `path` out of the index (if it was in) and put its new version in (if any).
         An edited note keeps its slot: the terms it keeps are updated in place, the others removed or
         inserted."""
@@ -1091,7 +1132,9 @@ class SearchIndex:
     def _parse(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, dict[int, list[float]]]:
         """The note read: its doc, its phrases, and per term id [weighted short-field frequency, body
         count] (exact sums)."""
-        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(self._tids, self._terms, bulk=False).read(note, full)
+        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(
+            self._tids, self._terms, bulk=False, redact=self._redact
+        ).read(note, full)
         fm_twice = [w for w, size in zip(_TW_ORDER.tolist(), sizes) for _ in range(size)]
         stats: dict[int, list[float]] = {}
         for tid, twice in zip(fm, fm_twice):
