@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
+    from grasbot.search.filters import FilterConfig
     from grasbot.search.index import SearchIndex
     from grasbot.vault import Vault
 
@@ -52,3 +53,18 @@ def load_public_index(root: Path, purpose: str) -> SearchIndex:
     if index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")
     return index
+
+
+def filter_config(root: Path) -> FilterConfig:
+    """The fields a question may filter on, from the vault's taxonomy (`filterable:` in its `yaml
+    vaulttools` fence); none when there is no taxonomy or it cannot be read (lint reports that)."""
+    from grasbot.search.filters import FilterConfig
+    from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
+
+    found = find_taxonomy(root)
+    if found is None:
+        return FilterConfig()
+    try:
+        return FilterConfig.parse(load_taxonomy(found).filterable)
+    except (TaxonomyError, ValueError):
+        return FilterConfig()

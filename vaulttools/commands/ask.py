@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, filter_config, load_public_index, vault_path
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -19,6 +19,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
 
 
+def _page_fields(note: object) -> dict[str, object]:
+    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
+    meta = getattr(note, "meta", None) or {}
+    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
+
+
 def run(args: argparse.Namespace) -> int:
     question = " ".join(args.question).strip()
     if not question:
@@ -29,14 +35,19 @@ def run(args: argparse.Namespace) -> int:
 
     from grasbot.answer.context import plan_context
 
+    from grasbot.search.filters import search_with_filters
+
     index = load_public_index(root, "nothing GrasBot could retrieve")
-    result = index.search(question, top_k=args.top_k)
+    filtered = search_with_filters(index, question, args.top_k, filter_config(root))
+    result = filtered.result if filtered is not None else index.search(question, top_k=args.top_k)
+    filters = filtered.as_dict() if filtered is not None else {}
     plan = plan_context(result.hits)
 
     if args.json:
         payload = {
             "query": result.query,
             "grounded": result.grounded,
+            "filters": filters,
             "results": [
                 {
                     "slug": hit.id,
@@ -47,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
+                    **_page_fields(hit.note),
                 }
                 for hit, context in zip(result.hits, plan, strict=True)
             ],
@@ -59,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
+    if filters:
+        applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
+        relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
+        console.print(f"filters: {applied}{relaxed}", markup=False)
     if not result.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
