@@ -46,6 +46,7 @@ __all__ = [
     "write_fixed",
     "unified_diff",
     "digest_bytes",
+    "render_flow_list",
 ]
 
 _BOM = "\ufeff"
@@ -398,16 +399,25 @@ def _replace_flow_list(t: _Text, data: Any, name: str, value: Any, new: list[Any
     end = _flow_end(t.fm, start)
     if end is None:
         raise _SkipEdit(f"`{name}` spans several lines")
-    items = []
-    for item in new:
-        if isinstance(item, str):
-            items.append(render_scalar(item, "", True))
-        elif isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise _SkipEdit(f"`{name}`: only strings and numbers can be written in a list")
-        else:
-            items.append(json.dumps(item))
+    if any(isinstance(item, bool) or not isinstance(item, (str, int, float)) for item in new):
+        raise _SkipEdit(f"`{name}`: only strings and numbers can be written in a list")
     expected[name] = _plain(new)
-    return _Replacement(start, end, "[" + ", ".join(items) + "]")
+    return _Replacement(start, end, render_flow_list(new))
+
+
+def render_flow_list(items: Sequence[Any]) -> str:
+    """`[a, "13", 2]`: strings plain when each reads back alone and the whole list reads back as `items`
+    (`? ,` inside a flow list is YAML syntax), else every string in double quotes."""
+    import yaml
+
+    plain = "[" + ", ".join(render_scalar(v, "", True) for v in items) + "]"
+    try:
+        # libyaml and PyYAML's own parser disagree on `[a ?, b]`: plain only when both read it back
+        if all(yaml.load(f"k: {plain}\n", Loader=loader) == {"k": list(items)} for loader in (yaml.CSafeLoader, yaml.SafeLoader)):
+            return plain
+    except yaml.YAMLError:
+        pass
+    return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in items) + "]"
 
 
 def _insert_key(t: _Text, data: Any, edit: Edit, expected: dict[str, Any]) -> list[_Replacement]:

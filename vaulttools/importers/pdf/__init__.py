@@ -130,9 +130,9 @@ def plan_import(pdf: Path, options: ImportOptions, taken: set[str]) -> ImportPla
             return f"[[{pdf_name}#page={index + 1}|p. {printed}]]"
         return f"[p. {printed}]"
 
-    book = build_book(raw, options.level, marker)
-    if not book.sections or all(not s.body.strip() for s in book.sections):
+    if not any(page.lines for page in raw.pages):
         raise PdfImportError(f"{pdf}: no text in any page (a scanned book? run OCR on it first)")
+    book = build_book(raw, options.level, marker)
     existing = find_existing(options.vault, folder, book_slug)
     for item in existing.values():  # their slugs are theirs already
         taken.discard(str(item.meta.get("slug") or "").casefold())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from vaulttools.importers.pdf.blocks import Heading, PageBreak, TextLine, render_blocks
 from vaulttools.importers.pdf.cleaning import clean_text, fold_for_match, uses_spacing_accents
 from vaulttools.importers.pdf.pages import PageNumbers, find_margins, printed_pages
-from vaulttools.importers.pdf.reading import Page, RawBook
+from vaulttools.importers.pdf.reading import SCANNED, Page, RawBook
 from vaulttools.importers.pdf.structure import Mark, marks_from_headings, marks_from_outline, split_number
 
 __all__ = ["Book", "Section", "build_book", "questions_of"]
@@ -89,9 +89,12 @@ def build_book(raw: RawBook, level: int, marker: Callable[[int, str], str]) -> B
     pages = raw.pages
     sample = " ".join(line.text for page in pages[: min(len(pages), 60)] for line in page.lines)
     spacing = uses_spacing_accents(sample)
-    problems = [f"PDF page {p.index + 1}: {p.problem}" for p in pages if p.problem]
     margins = find_margins(pages)
     numbers = printed_pages(pages, margins)
+    for page in pages:  # an image and nothing but running heads: a scanned page
+        if page.problem is None and page.has_image and all(i in margins.get(page.index, ()) for i in range(len(page.lines))):
+            page.problem = SCANNED
+    problems = [f"PDF page {p.index + 1}: {p.problem}" for p in pages if p.problem]
     marks: list[Mark] = []
     structure = "none"
     if raw.outline:

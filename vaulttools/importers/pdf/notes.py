@@ -14,7 +14,7 @@ from typing import Any
 
 from vaulttools.authoring import slugify, unique_slug
 from vaulttools.importers.pdf.book import Book, Section
-from vaulttools.lint.fixes import render_scalar
+from vaulttools.lint.fixes import render_flow_list, render_scalar
 
 __all__ = ["Draft", "IMPORTER_FIELDS", "render_note", "section_drafts", "yaml_value"]
 
@@ -42,7 +42,7 @@ class Draft:
 def yaml_value(value: Any) -> str:
     """One value as flow YAML that reads back as exactly `value` (strings stay strings: ``"13"``)."""
     if isinstance(value, list):
-        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
+        return render_flow_list(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -20,6 +20,7 @@ __all__ = ["Line", "OutlineEntry", "Page", "PdfImportError", "RawBook", "read_pd
 #: Outline entries read at most, and their depth: a real book has a few hundred.
 MAX_OUTLINE_ENTRIES = 5000
 MAX_OUTLINE_DEPTH = 8
+SCANNED = "no text, only an image (a scanned page? run OCR on the PDF first)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: A gap between two characters of one line wider than this many font sizes separates two cells (tables).
 CELL_GAP_EM = 1.2
@@ -56,6 +57,7 @@ class Page:
     lines: list[Line] = field(default_factory=list)
     label: str = ""  # the PDF's /PageLabels label, "" when the PDF has none
     problem: str | None = None  # why this page gave no text
+    has_image: bool = False  # looked at only on pages with few lines (a scan with a running head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,8 +257,10 @@ def read_pdf(path: str | Path, max_pages: int = 1500, time_limit: float = 120.0)
                     record.lines = _page_lines(page, raw)
                 except pdfium.PdfiumError as exc:
                     record.problem = f"its text cannot be read ({exc})"
-                if not record.lines and record.problem is None and _has_image(page):
-                    record.problem = "no text, only an image (a scanned page? run OCR on the PDF first)"
+                if len(record.lines) <= 3 and record.problem is None:
+                    record.has_image = _has_image(page)
+                if not record.lines and record.problem is None and record.has_image:
+                    record.problem = SCANNED
                 pages.append(record)
             finally:
                 page.close()
