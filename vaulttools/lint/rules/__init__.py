@@ -407,11 +407,11 @@ VaultCheck = Callable[[LintContext, list[str]], Iterator[Diagnostic]]
 
 
 def _checks() -> tuple[tuple[NoteCheck, ...], tuple[VaultCheck, ...]]:
-    from vaulttools.lint.rules import frontmatter, links, retrieval, slugs, vocabulary
+    from vaulttools.lint.rules import books, frontmatter, links, retrieval, slugs, vocabulary
 
     return (
-        (frontmatter.check_note, vocabulary.check_note, slugs.check_note),
-        (slugs.check_vault, links.check_vault, retrieval.check_vault),
+        (frontmatter.check_note, vocabulary.check_note, slugs.check_note, books.check_note),
+        (slugs.check_vault, links.check_vault, retrieval.check_vault, books.check_vault),
     )
 
 
