@@ -55,6 +55,8 @@ from grasbot.service.observability import (
     retrieval_relevance,
 )
 from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.plaintext import markdown_to_text
+from grasbot.search.filters import FilterConfig, search_with_filters
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -244,7 +246,7 @@ def source_url(note_type: str | None, slug: str) -> str | None:
 
 
 def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
-    return {
+    view = {
         "slug": hit.id,
         "title": redact_hidden_links(hit.note.title, hidden),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
@@ -252,6 +254,24 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
         "reasons": list(hit.reasons),
         "url": source_url(hit.note.type, hit.id),
     }
+    view.update(page_fields(hit.note))
+    return view
+
+
+def page_fields(note: Note) -> dict[str, Any]:
+    """`pages`, `pdf_pages` and `page_link` (``book.pdf#page=46``, its first page) of a note imported from a
+    PDF (docs/pdf-import.md); nothing for other notes."""
+    meta = note.meta if isinstance(note.meta, dict) else {}
+    pages, pdf_pages, source = meta.get("pages"), meta.get("pdf_pages"), meta.get("source")
+    if not isinstance(pages, list) or not isinstance(pdf_pages, list):
+        return {}
+    out: dict[str, Any] = {
+        "pages": [str(p) for p in pages if isinstance(p, (str, int)) and not isinstance(p, bool)],
+        "pdf_pages": [p for p in pdf_pages if isinstance(p, int) and not isinstance(p, bool)],
+    }
+    if isinstance(source, str) and source.startswith("pdf/") and out["pdf_pages"]:
+        out["page_link"] = f"{source[4:]}#page={out['pdf_pages'][0]}"
+    return out
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
@@ -304,6 +324,7 @@ class Service:
         self.settings = settings
         self.vault_dir = vault_dir
         self.search_config = SearchConfig(top_k=settings.search_top_k, min_score=settings.search_min_score)
+        self.filter_config = FilterConfig.parse(settings.filter_fields)
         # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
         # file (in the temp dir, named after the vault's path, holding only a version, a time and a pid),
         # and the other workers catch up before their next answer. The stamp is read before the vault, so
@@ -445,7 +466,17 @@ class Service:
         }
 
     # -- answering ----------------------------------------------------------------------------------
-    def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
+    def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool, dict[str, Any]]:
+        # « § 13 de la classe 10 », and « et le § 14 ? » after it: restricted to the matching notes
+        filtered = search_with_filters(
+            snap.index, question, self.settings.search_top_k, self.filter_config, [t.question for t in history]
+        )
+        if filtered is not None:
+            return filtered.result, False, filtered.as_dict()
+        result, followup = self._plain_search(snap, question, history)
+        return result, followup, {}
+
+    def _plain_search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
         result = snap.index.search(question, self.settings.search_top_k)
         if result.grounded or not history:
             return result, False
@@ -453,10 +484,13 @@ class Service:
         followup = snap.index.search(f"{history[-1].question} {question}", self.settings.search_top_k)
         return (followup, True) if followup.grounded else (result, False)
 
-    def _base_body(self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str) -> dict[str, Any]:
+    def _base_body(
+        self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, filters: dict[str, Any]
+    ) -> dict[str, Any]:
         return {
             "sources": sources,
             "grounded": grounded,
+            "filters": filters,
             "model": self.settings.llm_model,
             "vault_size": snap.size,
             "trace_id": trace_id,
@@ -484,7 +518,7 @@ class Service:
         ) as trace:
             with trace.observation("retrieval", input={"query": question, "top_k": s.search_top_k}) as span:
                 started = time.perf_counter()
-                result, followup = self._search(snap, question, history)
+                result, followup, filters = self._search(snap, question, history)
                 hits = servable_hits(result.hits)
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
@@ -497,7 +531,7 @@ class Service:
             trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
             trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")
-            base = self._base_body(snap, sources, grounded, trace.trace_id)
+            base = self._base_body(snap, sources, grounded, trace.trace_id, filters if grounded else {})
             if emit is not None:
                 await emit("sources", base)
 
@@ -511,6 +545,7 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    label_fields=tuple(spec.name for spec in self.filter_config.fields),
                 )
                 if trace.enabled:
                     span.update(
@@ -801,6 +836,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None, description="anonymous conversation id (memory of the last turns)"),
         user_id: str | None = Query(None, description="anonymous visitor id (tracing only)"),
+        format: Literal["markdown", "text"] = Query("markdown", description="`text`: the answer without Markdown marks"),
     ) -> JSONResponse:
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
@@ -816,7 +852,10 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         if task.cancelled() or not task.done():  # the client is gone: nobody reads this response
             return Response(status_code=499)
         result = task.result()
-        return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
+        body = result.body
+        if format == "text" and isinstance(body.get("response"), str):
+            body = {**body, "response": markdown_to_text(body["response"])}
+        return JSONResponse(body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
     @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., done | error")
     async def ask_stream(

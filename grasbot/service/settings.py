@@ -87,6 +87,8 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    #: fields a question may filter on (grasbot/search/filters.py), e.g. "classe:classe|class|niveau+"
+    filter_fields: str = ""
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +169,14 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        if (v := get("GRASBOT_FILTER_FIELDS")) is not None:
+            from grasbot.search.filters import FilterConfig
+
+            try:
+                FilterConfig.parse(v)
+            except ValueError as exc:
+                raise ConfigError(f"GRASBOT_FILTER_FIELDS: {exc} (write e.g. classe:classe|class|niveau+)") from None
+            kwargs["filter_fields"] = v
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
