@@ -130,3 +130,29 @@ def test_ask_json_shows_the_filters(books, capsys):
     assert top["slug"].startswith("civique-10-13-") and top["pages"] == ["25", "26"] and top["pdf_pages"] == [2, 3]
     assert main(["ask", "--vault", str(books), "--json", "Comment voter ?"]) == 0
     assert json.loads(capsys.readouterr().out)["filters"] == {}
+
+
+def test_tui_preview_shows_the_filters(books):
+    """The TUI's question box, driven with Textual's Pilot: a filtered question previews the filtered
+    notes and says which filters it applied."""
+    import asyncio
+
+    pytest.importorskip("textual")
+    from textual.widgets import Input
+
+    from tests.test_tui import app_for, plain, ready, wait_for
+    from vaulttools.tui.widgets.preview import QuestionPreview
+
+    async def run() -> None:
+        app = app_for(books)
+        async with app.run_test(size=(100, 32)) as pilot:
+            screen = await ready(pilot)
+            await pilot.press("slash")
+            screen.query_one("#question", Input).value = "paragraphe 13 de la classe 9"
+            preview = screen.query_one(QuestionPreview)
+            await wait_for(pilot, lambda: preview.preview is not None and preview.preview.rows, "preview results")
+            assert preview.preview.rows[0].id.startswith("civique-9-13-")
+            assert preview.preview.filters == ("filter:section=13", "filter:classe=9")
+            assert "filters: filter:section=13, filter:classe=9" in plain(screen.query_one("#verdict"))
+
+    asyncio.run(run())

@@ -147,6 +147,7 @@ class Preview:
     candidates: int  # public notes the index holds
     elapsed_ms: float
     message: str | None = None  # why there is no ranking (empty question, index not ready)
+    filters: tuple[str, ...] = ()  # the question's filters as reasons: filter:section=13, filter-relaxed:...
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +252,7 @@ class Backend:
         self.live: LiveVault | None = None
         self.timings: dict[str, float] = {}  # phase -> seconds, for the summary and the benchmark
         self.taxonomy_error: str | None = None
+        self._filters: Any = None  # FilterConfig, read from the taxonomy on the first preview
         self.config_error: str | None = None
         self._vault: Vault | None = None
         self._index: Any = None
@@ -565,14 +567,15 @@ class Backend:
             return Preview("", False, (), 0, 0.0, "Type a question as a visitor would ask it.")
         k = top_k or self.top_k
         live = self.live
+        filters: tuple[str, ...] = ()
         if live is not None and live.index is not None and not self._own_index:
             with live.reading():
                 index = live.index
-                result = index.search(q, k)
+                result, filters = self._search(index, q, k)
                 size = index.size
         elif self._index is not None:
             index = self._index
-            result = index.search(q, k)
+            result, filters = self._search(index, q, k)
             size = index.size
         else:
             return Preview(q, False, (), 0, 0.0, "The search index is being built; the preview starts in a moment.")
@@ -592,7 +595,20 @@ class Backend:
             )
             for rank, (hit, ctx) in enumerate(zip(result.hits, plan, strict=True), 1)
         )
-        return Preview(q, result.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+        return Preview(q, result.grounded, rows, size, (time.perf_counter() - started) * 1000.0, filters=filters)
+
+    def _search(self, index: Any, q: str, k: int) -> tuple[Any, tuple[str, ...]]:
+        """The bot's search: with the question's filters (§, chapter, page, the taxonomy's filterable
+        fields) when it states some, as `vaulttools ask` and the API do."""
+        from grasbot.search.filters import search_with_filters
+        from vaulttools.commands._common import filter_config
+
+        if self._filters is None:
+            self._filters = filter_config(self.root)
+        found = search_with_filters(index, q, k, self._filters)
+        if found is None:
+            return index.search(q, k), ()
+        return found.result, tuple(found.as_dict()["reasons"])
 
     def summary(self) -> Summary:
         live = self.live
