@@ -168,8 +168,8 @@ class _Builder:
         if new_block:
             self._close_text()
             self.kind = "p"
-        elif self.kind == "li" and line.x < self.item_x - 1:
-            self._close_text()  # back at the margin: the list item ended
+        elif self.kind == "li" and line.x <= self.item_x + 0.5 * max(line.size, 1.0):
+            self._close_text()  # not indented under the item's text: the list item ended
             self.kind = "p"
         self._append_text(text)
         self.last = line

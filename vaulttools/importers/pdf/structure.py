@@ -29,6 +29,7 @@ _NUMBER = re.compile(
 )
 _KEYWORD_ONLY = re.compile(r"^(?P<kw>§|paragraphe|chapitre|chapter|section|le[cç]on|annexe)\s*(?P<num>\d{1,3}(?:\.\d{1,3})*)\.?$", re.IGNORECASE)
 _CHAPTER_WORDS = ("chapitre", "chapter", "partie", "part", "annexe", "appendix")
+HEAD_BAND = 0.16  # the top of a page where running heads sit (pages.py's TOP_BAND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ def marks_from_outline(pages: list[Page], margins: dict[int, set[int]], outline:
                 break
             page = pages[page_index]
             start = cursor[1] + 1 if page_index == cursor[0] else 0
-            found = _find_title(page, margins.get(page_index, set()), start, wanted, spacing)
+            found = _find_title(page, margins.setdefault(page_index, set()), start, wanted, spacing)
             if found is not None:
                 break
         if found is None:
@@ -99,7 +100,11 @@ def marks_from_outline(pages: list[Page], margins: dict[int, set[int]], outline:
 
 
 def _find_title(page: Page, margin: set[int], start: int, wanted: set[str], spacing: bool) -> tuple[int, int, int] | None:
+    """The first line(s) of `page` from `start` that show the title. A running head that repeats the
+    section's title (``5.7. Les listes`` atop the page where § 5.7 begins further down) is not the heading
+    when the title shows again below: that match is taken, and the head becomes a margin line."""
     lines = page.lines
+    found: list[tuple[int, int]] = []
     for i in range(start, len(lines)):
         if i in margin:
             continue
@@ -111,10 +116,25 @@ def _find_title(page: Page, margin: set[int], start: int, wanted: set[str], spac
             joined = f"{joined} {lines[j].text}" if joined else lines[j].text
             folded = _fold_heading(joined)
             if folded in wanted:
-                return page.index, i, span
+                found.append((i, span))
+                break
             if not any(w.startswith(folded) for w in wanted):
                 break
-    return None
+        if found and not _in_head(page, found[0][0]):
+            break
+        if len(found) >= 2:
+            break
+    if not found:
+        return None
+    if len(found) >= 2 and _in_head(page, found[0][0]):
+        for k in range(found[0][0], found[0][0] + found[0][1]):
+            margin.add(k)
+        return page.index, found[1][0], found[1][1]
+    return page.index, found[0][0], found[0][1]
+
+
+def _in_head(page: Page, i: int) -> bool:
+    return i < 3 and page.lines[i].top <= HEAD_BAND * (page.height or 1.0)
 
 
 _TOC_LINE = re.compile(r"(\.\s*){3,}\d+$|\s\d{1,4}$")
