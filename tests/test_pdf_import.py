@@ -288,3 +288,32 @@ def test_spacing_accents_from_a_real_pdf(tmp_path):
     pdf = write_book(tmp_path / "accents.pdf", spec)
     book = build_book(read_pdf(pdf), 2, lambda i, p: f"[p. {p}]")
     assert "préparer les caractères, même après un point, déjà vu, très étrange." in book.sections[0].body
+
+
+def test_a_running_head_that_repeats_the_title_is_not_the_heading(tmp_path):
+    # page 2 starts with a running head naming § 14, then the end of § 13, then § 14's real heading
+    spec = BookSpec(
+        pages=[
+            [("chapter", "Chapitre 1 La cité"), ("h2", "§ 13. Le vote"), ("p", "Le vote est secret. " * 30)],
+            [("p", "§ 14. Les partis"), ("p", "Fin du paragraphe treize sur le vote. " * 6), ("h2", "§ 14. Les partis"),
+             ("p", "Les partis concourent à l'expression du suffrage. " * 6)],
+        ],
+        header=None, folio_offset=None,
+    )
+    book = build_book(read_pdf(write_book(tmp_path / "tete.pdf", spec)), 2, lambda i, p: f"[p. {p}]")
+    sections = {s.number: s for s in book.sections}
+    assert "Fin du paragraphe treize" in sections["13"].body
+    assert "Fin du paragraphe treize" not in sections["14"].body
+    assert "Les partis concourent" in sections["14"].body
+    assert "§ 14" not in sections["13"].body  # the running head is gone from the text
+
+
+def test_a_list_ends_at_a_line_not_indented_under_it():
+    def line(text: str, top: float, x: float = 72.0) -> TextLine:
+        return TextLine(Line(text, x, top, 10.0, False, ((x, text),)))
+
+    body = render_blocks(
+        [line("• premier droit", 100), line("suite du premier droit", 113, 86), line("La phrase qui suit la liste.", 126)],
+        spacing=False, gap=13.0, left=72.0,
+    )
+    assert body == "- premier droit suite du premier droit\n\nLa phrase qui suit la liste."
