@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grasbot.vault import Vault, read_note
+from grasbot import Vault, read_note
 from vaulttools import authoring
 from vaulttools.authoring import (
     NOTE_TYPES,

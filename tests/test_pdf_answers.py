@@ -43,7 +43,7 @@ def test_the_prompt_labels_each_passage_and_sources_carry_pages(tmp_path, fake_o
         assert "[p. 26]" in prompt and "#page=" not in prompt  # page markers as printed pages, not links
         assert "indique la page du passage" in prompt
         # the follow-up names only the section: it stays in class 10
-        r = c.get("/ask", params={"q": "et le § 14 ?", "session_id": "s1"})
+        r = c.get("/ask", params={"q": "et le § 14 ?", "session_id": body["session_id"]})  # the server's id
         assert r.status_code == 200, r.text
         follow = r.json()
         assert follow["sources"][0]["slug"].startswith("civique-10-14-")

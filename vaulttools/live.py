@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grasbot.model import Note
-from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot import Note
+from grasbot import fold
+from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
@@ -190,21 +190,15 @@ class _LintView:
         return getattr(self._vault, name)
 
 
-def _fold(text: str) -> str:
-    """Case- and accent-folded, as the duplicate rules compare slugs and aliases."""
-    decomposed = unicodedata.normalize("NFKD", text.strip().casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _identity_keys(note: Note) -> set[str]:
     """Keys under which a note can clash with another: its slug, its aliases, its file name."""
-    keys = {"stem:" + _fold(note.stem)}
+    keys = {"stem:" + fold(note.stem)}
     slug = note.slug
     if slug and slug.strip():
-        keys.add("slug:" + _fold(slug))
+        keys.add("slug:" + fold(slug))
     for alias in note.aliases:
         if alias.strip():
-            keys.add("alias:" + _fold(alias))
+            keys.add("alias:" + fold(alias))
     return keys
 
 
@@ -731,7 +725,7 @@ def _file_diagnostic(path: str, message: str, rule: str = "frontmatter-invalid")
 
 
 def _build_index(vault: Vault) -> Any:
-    from grasbot.search.index import SearchIndex
+    from grasbot import SearchIndex
 
     try:
         return SearchIndex.build(vault)

@@ -65,7 +65,6 @@ Errors
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -73,7 +72,8 @@ from typing import Any
 
 import yaml
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS
+from grasbot import LIST_FIELDS, STR_FIELDS
+from grasbot.text import fold_each
 
 __all__ = [
     "TAXONOMY_FILENAME",
@@ -350,19 +350,14 @@ def _field_sections(sections: list[_Section]) -> list[_Section]:
 # Prose: sentences, folded for matching, with the line each character came from
 
 
-@lru_cache(maxsize=4096)
-def _fold_char(char: str) -> str:
-    """One character, lowercased and without accents; always one character so offsets keep their meaning."""
-    if char in "’‘`*":
-        return "'" if char in "’‘" else " "
-    decomposed = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-    folded = decomposed.lower()
-    return folded if len(folded) == 1 else char.lower()[:1] or char
+# Typographic apostrophes become plain ones, and the emphasis and code marks blanks, before folding: one
+# character for one, so that offsets keep their meaning.
+_PROSE_MARKS = str.maketrans({"’": "'", "‘": "'", "`": " ", "*": " "})
 
 
 def _fold(text: str) -> str:
     """Lowercase, accents removed, typographic apostrophes made plain; same length as `text`."""
-    return "".join(_fold_char(c) for c in text)
+    return fold_each(text.translate(_PROSE_MARKS))
 
 
 @dataclass

@@ -13,7 +13,6 @@ bodies that do enter.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from grasbot.markdown.frontmatter import LineIndex
 from grasbot.links import parse_body
 from grasbot.model import LinkKind, Note, visible_to_visitors
 from grasbot.search.index import Hit, SearchResult
+from grasbot.text import loose_name_key
 
 #: Problems after which nothing of the file can be served.
 _NEVER_SERVED = frozenset({"binary", "unreadable"})
@@ -128,12 +128,7 @@ def _link_name(target: str) -> str:
     target = target.rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
-    return fold_name(target)
-
-
-def fold_name(name: str) -> str:
-    """Obsidian compares names NFC-normalised and case-insensitively."""
-    return unicodedata.normalize("NFC", name).casefold()
+    return loose_name_key(target)
 
 
 def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
@@ -144,7 +139,7 @@ def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
             continue
         for name in (note.stem, note.slug, note.id):
             if name:
-                names.add(fold_name(name))
+                names.add(loose_name_key(name))
     return frozenset(names)
 
 
@@ -208,11 +203,14 @@ def build_prompt(
     hidden: Collection[str] = frozenset(),
     system: str = SYSTEM_PROMPT,
     label_fields: Sequence[str] = (),
+    context: Sequence[ContextNote] | None = None,
 ) -> Prompt:
     """The prompt for `question` given the retrieval `result` and the session's remembered turns.
 
-    `hidden` are the names of notes that must not be mentioned (see `hidden_names`). `label_fields` are the
-    fields shown in each passage's label beside its section and pages (the filterable ones: `classe`).
+    `hidden` are the names of notes that must not be mentioned (see `hidden_names`). `context`: the notes
+    as the retrieval pipeline planned them (`grasbot.answer.pipeline.Retrieval.context`, planned with the
+    same limits and `hidden`); planned here when not given. `label_fields` are the fields shown in each
+    passage's label beside its section and pages (the filterable ones: `classe`).
     """
     hits = servable_hits(result.hits)
     grounded = bool(result.grounded and hits)
@@ -221,16 +219,13 @@ def build_prompt(
         return Prompt(system, user, tuple(history), False)
 
     # links to hidden notes go before the cut: a cut inside one would leave half of it, unrecognisable
-    planned = plan_context(
-        hits,
-        keep_ratio=keep_ratio,
-        max_chars=max_chars,
-        text_of=lambda note: plain_page_markers(redact_hidden_links(note.reader_body, hidden)),
+    planned = list(context) if context is not None else plan_context(
+        hits, keep_ratio=keep_ratio, max_chars=max_chars, text_of=lambda note: redact_hidden_links(note.reader_body, hidden)
     )
     blocks = [GROUNDED_INTRO, ""]
     for rank, item in enumerate(planned, start=1):
         blocks.append(_note_header(rank, item, hidden, label_fields))
-        blocks.append(item.text if item.text else "(note sans contenu)")
+        blocks.append(plain_page_markers(item.text) if item.text else "(note sans contenu)")
         blocks.append("")
     truncated = tuple(
         TruncatedNote(c.hit.id, c.hit.score, c.full_length, len(c.text)) for c in planned if c.truncated

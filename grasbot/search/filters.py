@@ -168,14 +168,41 @@ class Filters:
         return Filters(self.items + kept, self.rest) if kept else self
 
 
+#: The note field each structural filter reads: a vault none of whose notes has it reads no such filter
+#: (« section 2 » in a question to a vault without books is just words).
+_STRUCTURAL_FIELDS = {"section": "section", "chapter": "chapter_number", "page": "pages"}
+_TRIGGER = re.compile(r"§|\bparagraph|\bsection|\bchap|\bpages?\b|(?<![\w.])p\.|\d\s?(?:e|è|ème|eme|ième|ieme)\b", re.IGNORECASE)
+
+
 def known_values(notes: Iterable[Note], config: FilterConfig) -> dict[str, frozenset[str]]:
     """Folded values each filterable field takes in `notes`: a word after « classe » is a filter only if
-    some note has it (« les classes de document » is not a filter; « classe 10 » is when notes say 10)."""
+    some note has it (« les classes de document » is not a filter; « classe 10 » is when notes say 10).
+    Also, under the structural filters' names (`section`, `chapter`, `page`), whether any note has their
+    field (a one-element set) or none (empty)."""
     out: dict[str, set[str]] = {spec.name: set() for spec in config.fields}
+    present = {kind: False for kind in _STRUCTURAL_FIELDS}
     for note in notes:
         for name, values in out.items():
             values.update(_values(note, name))
-    return {name: frozenset(values) for name, values in out.items()}
+        meta = note.meta if isinstance(note.meta, dict) else {}
+        for kind, name in _STRUCTURAL_FIELDS.items():
+            if not present[kind] and meta.get(name) not in (None, "", []):
+                present[kind] = True
+    known = {name: frozenset(values) for name, values in out.items()}
+    for kind, there in present.items():
+        known.setdefault(f"{_STRUCTURAL}{kind}", frozenset({"yes"}) if there else frozenset())
+    return known
+
+
+_STRUCTURAL = "\x00"  # prefix of the structural entries of `known_values` (no field name starts so)
+
+
+def _mentions_filter(question: str, config: FilterConfig) -> bool:
+    """Cheap: could the question state a filter at all? (Most do not; then no note is looked at.)"""
+    if _TRIGGER.search(question):
+        return True
+    folded = _fold(question)
+    return any(word in folded for spec in config.fields for word in spec.words)
 
 
 def parse_filters(
@@ -209,12 +236,13 @@ def parse_filters(
                 continue
             take("field", spec.name, match, value)
             break
-    for match in _SECTION.finditer(question):
-        take("section", "section", match, match.group(1))
-    for match in _CHAPTER.finditer(question):
-        take("chapter", "chapter", match, match.group(1))
-    for match in _PAGE.finditer(question):
-        take("page", "page", match, match.group(1))
+    def readable(kind: str) -> bool:
+        return known is None or bool(known.get(f"{_STRUCTURAL}{kind}", frozenset({"yes"})))
+
+    for kind, pattern in (("section", _SECTION), ("chapter", _CHAPTER), ("page", _PAGE)):
+        if readable(kind):
+            for match in pattern.finditer(question):
+                take(kind, kind, match, match.group(1))
     ordinal_field = next((s for s in config.fields if s.ordinal), None)
     if ordinal_field is not None and not any(f.name == ordinal_field.name for f in found):
         for match in _ORDINAL_ALONE.finditer(question):
@@ -322,7 +350,9 @@ def search_with_filters(
     """The one entry point for callers: None when the question (with its conversation) states no filter,
     so the caller searches as usual; else the filtered result."""
     config = config or FilterConfig()
-    known = known_values(index.notes(), config) if config.fields else {}
+    if not _mentions_filter(question, config) and not any(_mentions_filter(q, config) for q in history):
+        return None
+    known = known_values(index.notes(), config)
     filters = parse_filters(question, config, known).inherit(filters_from_history(history, config, known))
     if not filters:
         return None

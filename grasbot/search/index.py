@@ -70,8 +70,8 @@ from typing import Any
 import numpy as np
 
 from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
-from grasbot.links import name_key_fast
 from grasbot.model import Note, visible_to_visitors
+from grasbot.text import name_key_fast
 from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 

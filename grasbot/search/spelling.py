@@ -72,6 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grasbot.search.tokenize import stem_words
+from grasbot.text import edit_distance
 
 __all__ = [
     "LONG_LENGTH",
@@ -81,7 +82,6 @@ __all__ = [
     "SURE_SWAP_LENGTH",
     "Correction",
     "Speller",
-    "edit_distance",
     "inflections",
     "is_swap",
     "max_distance",
@@ -118,34 +118,6 @@ def max_distance(length: int) -> int:
     if length < MIN_LENGTH:
         return 0
     return 2 if length >= LONG_LENGTH else 1
-
-
-def edit_distance(a: str, b: str, limit: int) -> int:
-    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent transpositions)
-    between `a` and `b`, or `limit + 1` as soon as it is known to exceed `limit`."""
-    la, lb = len(a), len(b)
-    if abs(la - lb) > limit:
-        return limit + 1
-    if a == b:
-        return 0
-    prev2: list[int] = []
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        ai = a[i - 1]
-        best = cur[0]
-        for j in range(1, lb + 1):
-            cost = 0 if ai == b[j - 1] else 1
-            value = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ai == b[j - 2] and a[i - 2] == b[j - 1]:
-                value = min(value, prev2[j - 2] + 1)
-            cur[j] = value
-            if value < best:
-                best = value
-        if best > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return min(prev[lb], limit + 1)
 
 
 def _word_edits(word: str, start: int) -> tuple[set[str], set[str]]:
@@ -369,7 +341,7 @@ class Speller:
                 term = self._terms[lo + i]
                 if first != token[0] and term[:2] != token[1::-1]:
                     continue  # another first letter is only a swap of the first two
-                d = edit_distance(token, term, limit)
+                d = edit_distance(token, term, limit, transpositions=True)
                 if d <= limit:
                     yield d, term
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, filter_config, load_public_index, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -33,20 +33,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args)
 
-    from grasbot.answer.context import plan_context
+    from grasbot.answer.filtering import filters_of
 
-    from grasbot.search.filters import search_with_filters
-
-    index = load_public_index(root, "nothing GrasBot could retrieve")
-    filtered = search_with_filters(index, question, args.top_k, filter_config(root))
-    result = filtered.result if filtered is not None else index.search(question, top_k=args.top_k)
-    filters = filtered.as_dict() if filtered is not None else {}
-    plan = plan_context(result.hits)
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
+    filters = filters_of(retrieval)
 
     if args.json:
         payload = {
-            "query": result.query,
-            "grounded": result.grounded,
+            "query": retrieval.result.query,
+            "grounded": retrieval.grounded,
             "filters": filters,
             "results": [
                 {
@@ -60,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                     "prompt": "cut" if context.truncated else "whole",
                     **_page_fields(hit.note),
                 }
-                for hit, context in zip(result.hits, plan, strict=True)
+                for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
         }
         json.dump(payload, sys.stdout, ensure_ascii=False, indent=2)
@@ -75,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
         relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
         console.print(f"filters: {applied}{relaxed}", markup=False)
-    if not result.hits:
+    if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
         return 0
@@ -87,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("score", justify="right")
     table.add_column("prompt")
     table.add_column("reasons", overflow="fold")
-    for rank, (hit, context) in enumerate(zip(result.hits, plan, strict=True), 1):
+    for rank, (hit, context) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1):
         table.add_row(
             str(rank),
             hit.id,
@@ -100,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     verdict = (
         "[green]grounded: yes[/green] (the notes above are credible sources)"
-        if result.grounded
+        if retrieval.grounded
         else "[yellow]grounded: no[/yellow] (no note is a credible source: the bot is told not to invent facts)"
     )
     console.print(verdict)

@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     vault = None
     result = None
     if not answered:
-        from grasbot.vault import Vault
+        from grasbot import Vault
         from vaulttools.lint import lint_vault
 
         try:

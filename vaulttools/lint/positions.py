@@ -22,7 +22,7 @@ import re
 from typing import Any, NamedTuple
 
 from grasbot.markdown.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
-from grasbot.model import LIST_FIELDS, Note, Span
+from grasbot import LIST_FIELDS, Note, Span
 
 __all__ = ["Column", "key_span", "item_spans", "item_layout", "reset"]
 

@@ -11,7 +11,7 @@ from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:
     from vaulttools.lint.engine import LintResult
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
 _SEP = ",\n    "
 
@@ -97,7 +97,7 @@ def rows(diagnostics: Sequence[Diagnostic]) -> list[str]:
 def render(result: LintResult, shown: Callable[[str], str] | None = None) -> str:
     """The whole report: `assemble` of the notes' parts, built as one list of rows (the parts of a report
     are joined with the separator that joins the rows of one part, so this is the same text)."""
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
     found = rows(result.diagnostics)
     head, sep, tail = frame(Totals.of(result), bool(found))
@@ -112,7 +112,7 @@ def render_bytes(result: LintResult) -> bytes:
     """`render(result).encode("utf-8")`, without the report ever being one str: a few rows hold a character
     past U+00FF (`–`, `œ`), which would make the whole 17 MB report of the 10k benchmark vault a two-byte-per-
     character str, copied twice more before it is encoded. Each row is encoded on its own instead."""
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
     found = rows(result.diagnostics)
     head, sep, tail = frame(Totals.of(result), bool(found))

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from grasbot.model import LinkStatus, Note, Resolution
+from grasbot.text import fold
 from vaulttools.lint.diagnostics import Diagnostic
-from vaulttools.lint.rules import LintContext, fold, make
+from vaulttools.lint.rules import LintContext, make
 
 def _shown(res: Resolution) -> str:
     return res.link.raw.replace("\n", " ")

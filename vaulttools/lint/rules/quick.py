@@ -23,7 +23,7 @@ import datetime as _dt
 import unicodedata
 from typing import Any
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.rules import LintContext
 
 __all__ = ["applies", "is_clean"]
@@ -78,15 +78,15 @@ def _tag_ok(memo: _Memo, ctx: LintContext, tag: str) -> bool:
     """tag-format says nothing about `tag` (as `vocabulary._tag_format` decides, once per distinct tag)."""
     found = memo.tag_ok.get(tag)
     if found is None:
-        from vaulttools.lint.rules.vocabulary import _allowed_match, normal_tag
+        from vaulttools.lint.rules.vocabulary import allowed_match, normal_tag
 
-        target = _allowed_match(ctx, "tags", tag) or normal_tag(tag)
+        target = allowed_match(ctx, "tags", tag) or normal_tag(tag)
         found = memo.tag_ok[tag] = not target or target == tag
     return found
 
 
 from vaulttools.lint.rules.frontmatter import IGNORE_KEY as _IGNORE_KEY  # noqa: E402  (after LintContext)
-from vaulttools.lint.rules.frontmatter import _fold_vocab  # noqa: E402
+from vaulttools.lint.rules.frontmatter import fold_vocab  # noqa: E402
 
 
 def is_clean(note: Note, ctx: LintContext) -> bool:
@@ -117,7 +117,7 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
                 return False
         if len(value) > 1:
             if name in ("tags", "domains"):
-                distinct = set(map(_fold_vocab, value))
+                distinct = set(map(fold_vocab, value))
             else:
                 distinct = {item.strip() for item in value}
             if len(distinct) != len(value):
