@@ -47,6 +47,8 @@ __all__ = [
     "unified_diff",
     "digest_bytes",
     "render_flow_list",
+    "read_frontmatter",
+    "plain_value",
 ]
 
 _BOM = "\ufeff"
@@ -109,6 +111,18 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return float(value)
     return str(value)
+
+
+def plain_value(value: Any) -> Any:
+    """A value read by `read_frontmatter` as plain Python data, for comparing values (the PDF import's
+    re-import compares what a note holds with what it would write)."""
+    return _plain(value)
+
+
+def read_frontmatter(fm: str) -> Any:
+    """Frontmatter text parsed the way the fixes parse it (ruamel round-trip, positions kept); raises on
+    what ruamel refuses (a key written twice...)."""
+    return _load(fm)
 
 
 def _load(fm: str) -> Any:

@@ -70,7 +70,6 @@ class _Builder:
         self.prefix = ""
         self.item_x = 0.0
         self.last: Line | None = None
-        self.pending_marker: str | None = None
         self.table: list[Line] = []
 
     # -- paragraphs ------------------------------------------------------------------------------------
@@ -96,7 +95,6 @@ class _Builder:
         self.flush_table()
         if self.para and self.kind == "p" and not _SENTENCE_END.search(self.para[-1].rstrip()):
             self.para.append(f" {marker}")
-            self.pending_marker = None
             self.last = None
             return
         self.flush()

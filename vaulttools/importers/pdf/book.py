@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vaulttools.importers.pdf.blocks import Heading, PageBreak, TextLine, render_blocks
-from vaulttools.importers.pdf.cleaning import clean_text, fold_for_match, uses_spacing_accents
+from vaulttools.importers.pdf.cleaning import clean_text, uses_spacing_accents
 from vaulttools.importers.pdf.pages import PageNumbers, find_margins, printed_pages
 from vaulttools.importers.pdf.reading import SCANNED, Page, RawBook
 from vaulttools.importers.pdf.structure import Mark, marks_from_headings, marks_from_outline, split_number
@@ -167,7 +167,6 @@ def _sections(
             page_index += 1
         if mark.skip:
             continue
-        # a page that only holds the marker (the next section starts at its top) is not this section's
         body = render_blocks(items, spacing, gap, left)
         number, bare = split_number(mark.title)
         pdf_pages = [p + 1 for p in used]
@@ -186,7 +185,3 @@ def _sections(
         section.questions = questions_of(body)
         sections.append(section)
     return sections
-
-
-def fold_title(text: str) -> str:
-    return fold_for_match(text)

@@ -17,7 +17,7 @@ from typing import Any
 from grasbot.markdown.frontmatter import split_frontmatter
 from vaulttools.importers.pdf.notes import Draft, render_note
 from vaulttools.lint.diagnostics import Edit
-from vaulttools.lint.fixes import _load, _plain, apply_edits_to_text
+from vaulttools.lint.fixes import apply_edits_to_text, plain_value as _plain, read_frontmatter as _load
 
 __all__ = ["Existing", "MergeResult", "find_existing", "merge_note"]
 
