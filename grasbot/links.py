@@ -1,6 +1,6 @@
 """Links, headings and block ids of a note, and the resolver that follows a link as Obsidian would.
 
-Extraction (DESIGN §4): wikilinks ``[[Target#Anchor|text]]``, embeds ``![[file.png|300]]``, markdown links
+Extraction (docs/links.md): wikilinks ``[[Target#Anchor|text]]``, embeds ``![[file.png|300]]``, markdown links
 ``[text](Some%20Note.md#H)`` / ``[text](<Some Note.md>)`` and images, ``\\|`` escaped pipes inside tables, and
 ``"[[x]]"`` strings in frontmatter values. Nothing inside fenced code blocks (also inside block quotes and
 callouts) or inline code is a link, a heading or a block id.
@@ -12,9 +12,10 @@ Resolution rules (Obsidian's, made explicit):
 * ``./`` and ``../`` targets, and markdown-link targets, are first tried relative to the linking note;
 * a target with ``/`` matches a file whose vault path equals it or ends with it (``[[b/Note]]`` finds
   ``a/b/Note.md``; an exact path from the vault root wins);
-* a bare name matches by file name; when several files share it the nearest wins: same folder as the
-  linking note, then the fewest folders, then the shortest path, then alphabetical order; the link is then
-  AMBIGUOUS and the resolution lists every candidate;
+* a bare name matches by file name; when several files share it, the file whose path from the vault root
+  is that name wins (``[[index]]`` finds ``index.md`` before ``a/b/index.md``), else the nearest: same
+  folder as the linking note, then the fewest folders, then the shortest path, then alphabetical order; the
+  link is then AMBIGUOUS and the resolution lists every candidate;
 * ``#Heading`` / ``#H1#H2`` / ``#^block`` anchors are checked against the target note's headings and block
   ids (headings compared as Obsidian does: case-insensitive, ignoring the characters it strips from
   headings in links and collapsing white space); anchors on non-note files (``#page=3``, image options)
@@ -575,6 +576,13 @@ class Resolver:
         cands, exact = found
         if len(cands) > 1 and not exact:
             cands = tuple(sorted(cands, key=_nearest_order(source_folder)))
+            if "/" not in key:
+                # A bare name that is also a file's exact path from the vault root (`[[index]]` and
+                # `index.md`) means that file, wherever the link is written: Obsidian's link writer puts the
+                # bare name for it (docs/links.md, "How a link is followed"). Still ambiguous: others share it.
+                root = self._exact(key)
+                if root and root[0] != cands[0]:
+                    cands = (*root, *(c for c in cands if c not in root))
         return cands, exact
 
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:

@@ -207,7 +207,7 @@ class Vault:
         if not root.is_dir():
             raise NotADirectoryError(f"vault path is not a folder: {root}")
         # Loading allocates millions of small objects and frees none: the cyclic GC would rescan the
-        # growing heap again and again for nothing (a third of the load time on 10k notes).
+        # growing heap again and again for nothing (benchmarks/README.md, "Figures behind the code").
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -215,9 +215,10 @@ class Vault:
         finally:
             if gc_was_enabled:
                 gc.enable()
-        # The notes live as long as the vault and hold no garbage cycles: move them out of the
-        # collector's sight, or every later full collection (triggered by any allocation burst, such as
-        # an update) rescans millions of objects and one update takes half a second instead of 1 ms.
+        # The notes live as long as the vault and hold no garbage cycles: move them out of the collector's
+        # sight, or every later full collection (triggered by any allocation burst, such as an update) rescans
+        # millions of objects and one update takes hundreds of times longer (benchmarks/README.md, "Figures
+        # behind the code").
         # gc.freeze() also freezes whatever garbage cycles exist at this moment (and the vault's own, if any):
         # frozen objects are never collected. So that a long-running process that reloads the vault often
         # does not leak, everything is unfrozen again when this vault is dropped; the next full
@@ -269,7 +270,8 @@ class Vault:
         clear_name_keys()
         clear_caches()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
-        # (`prepare_updates`), ~10% of a 10k load and ~4 MiB that a one-shot command never uses.
+        # (`prepare_updates`): a tenth of a load's time and some MiB that a one-shot command never uses
+        # (benchmarks/README.md, "Figures behind the code").
         vault._reverse_ready = False
         return vault
 
@@ -593,7 +595,7 @@ class Vault:
         """Build what only updates and backlinks need, if a load left it to be built: the backlinks, the
         reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
         nothing depends on it being called; a long-running consumer calls it once after `load` so that its
-        first update is as quick as the next (on 10k notes: ~0.2 s once, then ~1 ms per update)."""
+        first update is as quick as the next (the figures: benchmarks/README.md, load)."""
         if self._reverse_ready:
             return
         with self._prepare_lock:

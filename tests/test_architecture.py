@@ -292,3 +292,19 @@ def test_no_engine_module_reaches_into_a_resolver_or_cache_by_hand(module: str) 
     text = path.read_text(encoding="utf-8")
     assert "._found" not in text or module == "grasbot.links"
     assert "_STR_CACHE" not in text or module == "grasbot.markdown.frontmatter"
+
+
+_DESIGN = "DES" + "IGN"  # (spelt in two halves so that this file does not cite it either)
+
+
+def test_the_code_cites_only_documents_of_the_repository() -> None:
+    """Comments and docs cite docs/ files of this repository, never a design file it does not hold."""
+    citing = []
+    for folder in ("grasbot", "vaulttools", "tests", "benchmarks", "docs"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in (".py", ".md", ".yaml") and "_data" not in path.parts and "fixtures" not in path.parts:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                if (_DESIGN + " §" in text or _DESIGN + ".md" in text) :
+                    citing.append(str(path.relative_to(REPO)))
+    assert _DESIGN + " §" not in (REPO / "README.md").read_text(encoding="utf-8")
+    assert citing == [], citing

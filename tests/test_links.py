@@ -1,4 +1,4 @@
-"""Link extraction (every form of DESIGN §4), headings, block ids, and the resolver's rules."""
+"""Link extraction (every form of docs/links.md), headings, block ids, and the resolver's rules."""
 
 from __future__ import annotations
 

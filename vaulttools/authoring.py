@@ -18,7 +18,7 @@ goes further than Obsidian can: it reads the frontmatter as YAML, fills the plac
 - ``updated``: today; ``visibility``: always ``private``, until the author has read the note and publishes it.
 
 Templates are looked up per type, first hit wins: the folder set in ``VAULT/.obsidian/templates.json``,
-``VAULT/templates``, ``VAULT/../templates`` (the repository's), then the copy shipped inside this package
+``VAULT/templates``, ``VAULT/../templates`` (a repository's own, beside the vault), then the copy shipped inside this package
 (``vaulttools/templates``). The write is atomic and exclusive: a temporary file in the target folder, then a
 hard link to the final name (which fails if the name exists), so nothing is ever overwritten, even in a race.
 """

@@ -32,6 +32,7 @@ from grasbot import Note
 from grasbot import fold
 from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.view import LintVault
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 
@@ -40,9 +41,10 @@ __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 MAX_SETTLE_TRIES = 3
 
 #: Above this many notes, `with_index=None` ("auto") keeps no search index, and the one rule that needs it
-#: (`answer-not-retrieved`) is left to `vaulttools lint`. Keeping the index up to date is cheap (~7 ms a save
-#: on 10k notes); building it is not (~2 s and ~20 MiB on 10k notes), which `vaulttools watch` would pay at
-#: every start for one rule. (The TUI builds an index anyway: it keeps it live up to its own, higher limit.)
+#: (`answer-not-retrieved`) is left to `vaulttools lint`. Keeping the index up to date is cheap (milliseconds
+#: a save); building it is not (seconds and tens of MiB on 10k notes: benchmarks/README.md, retrieval), which
+#: `vaulttools watch` would pay at every start for one rule. (The TUI builds an index anyway: it keeps it live
+#: up to its own, higher limit.)
 INDEX_AUTO_LIMIT = 2000
 
 #: Rule reported when the linter itself fails on a note (a bug of ours): the note is flagged, not skipped.
@@ -126,8 +128,9 @@ class _IdentityRows:
     """The linter's per-note identity rows (slug, aliases, visibility), kept up to date note by note.
 
     The duplicate-slug/alias and private-link rules need them for every note of the vault; computed from
-    scratch they cost ~0.5 s per check on 10,000 notes, which a watcher re-checking one note cannot pay.
-    The rows come from the linter's own `identity_rows` (one note at a time), so their shape is always the
+    scratch they cost a large part of a second per check on 10,000 notes (benchmarks/README.md, "Figures
+    behind the code"), which a watcher re-checking one note cannot pay. The rows come from the linter's own
+    `identity_rows` (one note at a time), so their shape is always the
     linter's; the linter reads them through its `vault.identity_rows()` hook (see `_LintView`).
     """
 
@@ -617,7 +620,7 @@ class LiveVault:
             return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]
 
     def _lint_some(self, paths: list[str]) -> list[Diagnostic]:
-        vault: Any = _LintView(self.vault, self._rows) if self._rows.available else self.vault
+        vault: LintVault = _LintView(self.vault, self._rows) if self._rows.available else self.vault
         try:
             return self._linter.lint_some(vault, self.index, paths)
         except Exception:
@@ -734,7 +737,7 @@ def _build_index(vault: Vault) -> Any:
 
 
 def _find_taxonomy(root: Path, explicit: str | Path | None) -> Path | None:
-    """The taxonomy file in force for a vault: `explicit`, else the usual search (DESIGN §5), else None."""
+    """The taxonomy file in force for a vault: `explicit`, else the usual search (docs/architecture.md, "The way of a lint run"), else None."""
     from vaulttools.taxonomy import find_taxonomy
 
     path = find_taxonomy(root, Path(explicit) if explicit is not None else None)

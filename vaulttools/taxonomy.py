@@ -445,8 +445,8 @@ def _one_regex(patterns: list[tuple[str, str]]) -> re.Pattern[str]:
 
 @lru_cache(maxsize=None)
 def _bound() -> re.Pattern[str]:
-    """The bound patterns as one regex, compiled on first use (7 ms: not paid by a command that imports this
-    module without reading a taxonomy's prose)."""
+    """The bound patterns as one regex, compiled on first use (not paid by a command that imports this
+    module without reading a taxonomy's prose: benchmarks/README.md, "Figures behind the code")."""
     return _one_regex(_BOUND_PATTERNS)
 
 
@@ -631,7 +631,7 @@ _OPEN_PATTERN = (
 
 @lru_cache(maxsize=None)
 def _open_re() -> re.Pattern[str]:
-    """"Open list" phrasings, compiled on first use (4 ms)."""
+    """"Open list" phrasings, compiled on first use (as `_bound`)."""
     return re.compile(_OPEN_PATTERN)
 
 

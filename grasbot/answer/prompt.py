@@ -1,4 +1,4 @@
-"""The prompt sent to the model (DESIGN §7): system rules, the retrieved notes, the short history, the question.
+"""The prompt sent to the model (docs/architecture.md, "The way of a question"): system rules, the retrieved notes, the short history, the question.
 
 Two modes. Grounded: the notes planned by `grasbot.answer.context.plan_context` go in (the first whole, weaker
 secondary ones cut at a paragraph boundary) and the cut ones are named so the model can say an answer may be

@@ -34,7 +34,7 @@ prior), then alphabetical order. The correction is *confident* when it is unlike
   words, or at least twice the notes of the runner-up).
 
 Cost. No table of deletions: the vocabulary is sorted once by (first letter, length) into numpy arrays
-(a few ms for 10k terms, ~40 ms for 45k). A query scans only the terms with the same first letter and a
+(benchmarks/README.md, "Figures behind the code"). A query scans only the terms with the same first letter and a
 length within the distance; their letter counts bound the edit distance from below (bag distance), and
 the exact distance runs in Python on the few survivors; the word level stems a few hundred edits in one
 call (under a millisecond per new word). Results are cached by the caller; a changed vocabulary means a
@@ -55,10 +55,10 @@ each from a measured false friend: a radical of four letters (three when it ends
 `-re` only after the radicals of `-re` verbs (`content` is not `contre`); participles only through their
 verb's own pattern (`corpus`, `menu`, `rapidite` are left alone); a stem no shorter than its radical but by
 one letter. Over the three vaults' vocabularies, what it matches is nearly always the same verb
-(`mangent` -> `mang`, `traduit` -> `traduir`, `maintiennent` -> `mainten`); the rare false friends left
-are homographs (`excellent` -> `excel` where a vault names Excel, `boutons` -> `bout`). It costs about
-10 µs per unknown word (one `stemWords` call over a few dozen forms), cached by the caller as corrections
-are.
+(`mangent` -> `mang`, `traduit` -> `traduir`, `maintiennent` -> `mainten`); the rare false friends left are
+homographs (`excellent` -> `excel` where a vault names Excel, `boutons` -> `bout`). It costs one `stemWords`
+call over a few dozen forms per unknown word (the figure: benchmarks/README.md), cached by the caller as
+corrections are.
 
 Deterministic: candidates are ordered by a total key ending with the term itself; the order of the
 vocabulary mapping does not matter.

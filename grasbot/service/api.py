@@ -1,4 +1,4 @@
-"""The HTTP API (DESIGN §8): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
+"""The HTTP API (docs/service.md, "The API"): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
 
 `create_app()` is a factory: tests, benchmarks and every uvicorn worker build their own app. The vault and
 its search index live in one immutable `VaultSnapshot`; a request reads the current snapshot once and uses it

@@ -36,7 +36,7 @@ def _no_delay_protocol() -> type:
 
     With `--workers N` uvicorn binds the socket itself without saying it is TCP, so asyncio does not set
     TCP_NODELAY on accepted connections; a response (headers and body written separately) then waits for
-    the client's delayed ACK: 40 ms per answer (measured in benchmarks/bench_server.py).
+    the client's delayed ACK on every answer (measured by benchmarks/bench_server.py; benchmarks/README.md).
     """
     import socket
 

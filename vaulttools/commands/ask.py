@@ -15,7 +15,7 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
-    parser.add_argument("--json", action="store_true", help="print JSON (DESIGN §10) instead of a table")
+    parser.add_argument("--json", action="store_true", help="print JSON (docs/architecture.md) instead of a table")
     parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
 
 

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     for kind, metrics in summary.get("by_kind", {}).items():
         table.add_row(*row(f"kind: {kind}", metrics))
     console.print(table)
-    console.print(f"median search time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
+    console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item
         for item in report.items

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.lint import formats as report_formats
 from vaulttools.words import count
 
 NAME = "lint"
@@ -22,8 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser)
     parser.add_argument("--taxonomy", metavar="FILE", help="the TAXONOMIE.md to use (default: VAULT/TAXONOMIE.md, "
                         "then TAXONOMIE.md beside the vault)")
-    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
-                        help="report format (default: text)")
+    names = report_formats.FORMATS  # (the registry: vaulttools/lint/formats/__init__.py)
+    parser.add_argument("--format", choices=names, default=names[0],
+                        help=f"report format (default: {names[0]}): "
+                        + "; ".join(f"{f.name}: {f.help}" for f in report_formats.formats()))
     parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what is left")
     parser.add_argument("--diff", action="store_true",
                         help="print the fixes as a unified diff and write nothing (exit 1 when there is one)")
@@ -35,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The cyclic GC stays off for the whole command, as the loader and the rules already keep it off for
-    # their own parts: re-enabled in between, its first pass would scan every finding and report row of the
-    # run (35k findings on the 10k benchmark vault: ~0.04 s) for garbage the run does not make.
+    # The cyclic GC stays off for the whole command, as the loader and the rules already keep it off for their
+    # own parts: re-enabled in between, its first pass would scan every finding and report row of the run (35k
+    # findings on the 10k benchmark vault (benchmarks/README.md, "Figures behind the code")) for garbage the
+    # run does not make.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -137,12 +141,12 @@ def _run(args: argparse.Namespace) -> int:
 
         if result is None:
             result = cache.result()  # type: ignore[union-attr]
-        if args.format == "json":  # 17 MB on the 10k benchmark vault: written as the UTF-8 bytes it is built as
+        if color:
+            report = render(result, args.format, color=True)
+        else:  # (json: 17 MB on the 10k benchmark vault, written as the UTF-8 bytes it is built as)
             from vaulttools.lint.formats import render_bytes
 
-            report = render_bytes(result, "json")
-        else:
-            report = render(result, args.format, color=color)
+            report = render_bytes(result, args.format)
     if cache is not None:
         cache.save()
     _write_output(args, report)

@@ -120,8 +120,9 @@ def _run(
     positions.reset()  # notes may have been replaced since the last run
     # A run allocates a few hundred thousand tuples and lists (findings, spans, alias groups: 35k findings on
     # the 10k benchmark vault) and frees almost none before it ends: the cyclic GC would rescan them again and
-    # again for nothing (0.1 s of a 1 s run). It is off for the run, as for `Vault.load`; reference counting
-    # still frees everything the run drops, and nothing here makes reference cycles.
+    # again for nothing (a tenth of the run (benchmarks/README.md, "Figures behind the code")). It is off for
+    # the run, as for `Vault.load`; reference counting still frees everything the run drops, and nothing here
+    # makes reference cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

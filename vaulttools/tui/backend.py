@@ -56,9 +56,9 @@ __all__ = [
 #: How many notes the question preview lists (the API's SEARCH_TOP_K default).
 DEFAULT_TOP_K = 5
 #: Up to this many notes the LiveVault keeps the TUI's search index up to date with every save (see
-#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update then costs ~7 ms
-#: a save on 10k notes and ~25 ms on 50k (benchmarks/README.md, retrieval), where rebuilding it after a
-#: burst of saves costs ~2 s and ~10 s. Above, updates grow with the vault and the rebuild is kept.
+#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update after a save costs
+#: milliseconds, where rebuilding it after a burst of saves costs seconds (benchmarks/README.md, retrieval).
+#: Above, updates grow with the vault and the rebuild is kept.
 INDEX_LIVE_LIMIT = 50_000
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
@@ -204,8 +204,8 @@ class _VaultSnapshot:
 def _freeze_heap() -> None:
     """Move everything alive now (the vault, the index, the diagnostics: millions of objects on a big
     vault) out of the garbage collector's sight, after each loading phase. Otherwise every full collection
-    (the lint allocates enough to trigger many) walks them all, holding the GIL, and the UI stalls for
-    half a second now and then while the author types. They live as long as the app; `gc.freeze` itself
+    (the lint allocates enough to trigger many) walks them all, holding the GIL, and the UI stalls now and
+    then while the author types (benchmarks/README.md, TUI). They live as long as the app; `gc.freeze` itself
     is instant (no collection first: that would be the very stall we avoid)."""
     import gc
 
@@ -313,8 +313,9 @@ class Backend:
             raise BackendError("the vault is not loaded")
         started = time.perf_counter()
         self._index = SearchIndex.build(self._vault)
-        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the
-        # spelling corrector's tables take ~0.4 s on 10k notes) here rather than on the author's first key
+        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the spelling
+        # corrector's tables: the slowest search of all, see benchmarks/README.md, TUI) here rather than on
+        # the author's first key
         self._index.search("quelle est la météo zzzq demain ?", 1)
         self.timings["index"] = time.perf_counter() - started
         if len(self._vault.notes) > FREEZE_ABOVE:

@@ -1,4 +1,4 @@
-"""`--format json`: the stable shape of DESIGN §10. `path` is relative to the vault, `vault` is the vault folder."""
+"""`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the vault, `vault` is the vault folder."""
 
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
 
 
 def assemble(totals: Totals, parts: Iterable[str]) -> str:
-    """One diagnostic per line: readable, diff-friendly and fast (`indent=` would fall back to the
-    pure-Python encoder, ten times slower on a 10k-note vault's findings)."""
+    """One diagnostic per line: readable, diff-friendly and fast (`indent=` would fall back to the pure-Python
+    encoder, several times slower on a 10k-note vault's findings (benchmarks/README.md, "Figures behind the
+    code"))."""
     parts = [p for p in parts if p]
     head, sep, tail = frame(totals, bool(parts))
     return head + sep.join(parts) + tail

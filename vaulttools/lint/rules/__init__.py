@@ -23,8 +23,8 @@ from vaulttools.lint.registry import get_rule
 
 if TYPE_CHECKING:
     from grasbot import SearchIndex
-    from grasbot import Vault
     from vaulttools.lint.config import LintConfig
+    from vaulttools.lint.view import LintVault
 
 __all__ = [
     "LintContext",
@@ -45,10 +45,11 @@ class Suggester:
     Close means at most ``len(value) // strictness`` edits (at least 1): `devop` -> `devops`, `algoritmique`
     -> `algorithmique`, but not `strapi` -> `tri` (a suggestion that misleads is worse than none). Past
     `LARGE` choices (a vault's file names) only one-edit typos are looked up: difflib against thousands of
-    names costs ~0.1 s per broken link. Their candidates come from an index of each choice's two halves: a
-    single edit leaves one half of the choice intact, as a prefix or as a suffix of the value, so every choice
-    within one edit shares a half with it (two index entries per choice, where an index of all single
-    deletions would take one per character: 0.3 s to build for 10k names).
+    names is slow for every broken link (benchmarks/README.md, "Figures behind the code"). Their candidates
+    come from an index of each choice's two halves: a single edit leaves one half of the choice intact, as a
+    prefix or as a suffix of the value, so every choice within one edit shares a half with it (two index
+    entries per choice, where an index of all single deletions would take one per character and many times
+    longer to build).
     """
 
     LARGE = 200
@@ -102,7 +103,7 @@ class Suggester:
             return self.folded[scored[0][1]] if scored and scored[0][0] <= 1 else None
         limit = max(1, len(key) // self.strictness)
         # the answer is a choice within `limit` edits: when there is none (the usual broken anchor, a heading
-        # that was removed), difflib's ranking, ~0.3 ms a value, is not needed to say so
+        # that was removed), difflib's ranking is not needed to say so (it is the slow part)
         if not any(edit_distance(key, c, limit) <= limit for c in self.folded):
             return None
         shortlist = difflib.get_close_matches(key, list(self.folded), n=5, cutoff=0.5)
@@ -121,7 +122,7 @@ def did_you_mean(value: str, choices: Iterable[str], strictness: int = 3) -> str
 class LintContext:
     """What every check may read. `index` is built lazily, once per run, by `search_index()`."""
 
-    vault: Vault
+    vault: LintVault  # the real vault or a stand-in (vaulttools/lint/view.py)
     taxonomy: Any  # vaulttools.taxonomy.Taxonomy | None
     config: LintConfig
     today: _dt.date

@@ -1,11 +1,11 @@
 """A quick test that a note has no note-local finding, so that the usual clean note skips the note checks.
 
-The note checks (`frontmatter`, `vocabulary`, `slugs.check_note`) are a dozen generators per note: about
-30 µs, 0.3 s for the 10k benchmark vault, where most notes have no note-local finding. `is_clean` reads the
-same fields once, in straight-line code, and answers True only when none of those checks can report
-anything: it is conservative (anything unusual — a typed item in a list, a date written as text, a
-suppression, a problem — answers False, and the checks run). It never decides a finding: when it says
-False the real checks run; when it says True they would have found nothing.
+The note checks (`frontmatter`, `vocabulary`, `slugs.check_note`) are a dozen generators per note (a tenth of
+the 10k benchmark vault's lint: benchmarks/README.md, "Figures behind the code"), where most notes have no
+note-local finding. `is_clean` reads the same fields once, in straight-line code, and answers True only when
+none of those checks can report anything: it is conservative (anything unusual — a typed item in a list, a
+date written as text, a suppression, a problem — answers False, and the checks run). It never decides a
+finding: when it says False the real checks run; when it says True they would have found nothing.
 
 `tests/test_lint_quick.py` guards it three ways: on every note of the lint fixtures, the bundled vault, the
 real corpora and a synthetic vault (with and without their taxonomy), a "clean" is checked against the

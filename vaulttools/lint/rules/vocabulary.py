@@ -22,7 +22,7 @@ from vaulttools.lint.rules import (
 )
 from vaulttools.lint.rules.frontmatter import fields_unreadable
 
-#: Note types the engine knows (DESIGN §3); a taxonomy section `type:` may add more.
+#: Note types the engine knows (docs/architecture.md, "The note"); a taxonomy section `type:` may add more.
 DEFAULT_TYPES: tuple[str, ...] = ("projet", "competence", "parcours", "moc", "technique")
 
 _RULE_OF = {"domains": "unknown-domain", "tags": "unknown-tag"}
