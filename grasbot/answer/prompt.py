@@ -122,7 +122,7 @@ _WIKILINK = re.compile(r"!?\[\[([^\[\]]*?)\]\]")
 _MDLINK = re.compile(r"!?\[([^\[\]]*)\]\(<?([^()<>]*)>?\)")
 
 
-def _link_name(target: str) -> str:
+def _link_name(target: str) -> str:  # (for redaction by name)
     """The comparable name of a link target: no anchor, no folder, no `.md`, case-folded."""
     target = unquote(target.split("#", 1)[0].strip())
     target = target.rsplit("/", 1)[-1]
@@ -143,13 +143,40 @@ def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
     return frozenset(names)
 
 
-def redact_hidden_links(text: str, hidden: Collection[str]) -> str:
-    """`text` with every wikilink or markdown link to a hidden note removed (link text included).
+class HiddenLinks(frozenset):  # type: ignore[type-arg]
+    """`hidden_names` of a vault's notes, with the vault: links are then redacted by where they *resolve*
+    (`Vault.visitor_text`), not by name, when the note they are written in is known. A private note named
+    like a public one then no longer cuts the links to the public one. Still a set of folded names for the
+    callers that test a bare name (an id, a slug) against the hidden ones."""
 
-    Two passes: the vault's own link parser (`grasbot.links.parse_body`), which knows every form the
-    resolver follows (a title after the target, `<...>` with parentheses, brackets in the text); then a
-    plain pattern, which also takes the `[[name]]` written as text inside code."""
-    if not hidden or "[" not in text:  # (every link form opens with a bracket)
+    vault: Any
+
+    def __new__(cls, vault: Any) -> HiddenLinks:
+        self = super().__new__(cls, hidden_names(vault.notes.values()))
+        self.vault = vault
+        return self
+
+    def __reduce__(self) -> Any:  # (a frozenset subclass with an attribute: copy and pickle it whole)
+        return (HiddenLinks, (self.vault,))
+
+
+def hidden_links(vault: Any) -> HiddenLinks:
+    """What `build_prompt(hidden=...)` and `redact_hidden_links` need to redact by resolution in `vault`."""
+    return HiddenLinks(vault)
+
+
+def redact_hidden_links(text: str, hidden: Collection[str], source: str | None = None) -> str:
+    """`text` with every link to a hidden note removed (link text included).
+
+    With `hidden` from `hidden_links(vault)` and the `source` note the text is written in, by resolution
+    (`grasbot.vault.Vault.visitor_text`, the same function the search index reads bodies through). Else by
+    name, in two passes: the vault's own link parser (`grasbot.links.parse_body`), which knows every form
+    the resolver follows (a title after the target, `<...>` with parentheses, brackets in the text, HTML
+    anchors, reference definitions, `obsidian://open` URIs); then a plain pattern, which also takes the
+    `[[name]]` written as text inside code."""
+    if isinstance(hidden, HiddenLinks) and source is not None and source in hidden.vault.notes:
+        return hidden.vault.visitor_text(text, source)
+    if not hidden or ("[" not in text and "<" not in text):  # (every link form opens with `[` or `<a`)
         return text
     links = parse_body(text, 1)[0]
     cut = [link.span for link in links if link.kind is not LinkKind.FRONTMATTER and _link_name(link.target) in hidden]
@@ -186,7 +213,7 @@ def _note_header(rank: int, item: ContextNote, hidden: Collection[str], label_fi
     if note.updated:
         parts.append(f"mis à jour : {note.updated.isoformat()}")
     label = passage_label(note, label_fields)
-    title = redact_hidden_links(note.title, hidden) + (f" {label}" if label else "")
+    title = redact_hidden_links(note.title, hidden, note.path) + (f" {label}" if label else "")
     header = f"### {rank}. [{item.hit.id}] {title} ({', '.join(parts)})"
     if item.truncated:
         header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {item.full_length} sont fournis)"
@@ -207,9 +234,10 @@ def build_prompt(
 ) -> Prompt:
     """The prompt for `question` given the retrieval `result` and the session's remembered turns.
 
-    `hidden` are the names of notes that must not be mentioned (see `hidden_names`). `context`: the notes
-    as the retrieval pipeline planned them (`grasbot.answer.pipeline.Retrieval.context`, planned with the
-    same limits and `hidden`); planned here when not given. `label_fields` are the fields shown in each
+    `hidden` are the notes that must not be mentioned: `hidden_links(vault)` (links cut by resolution), or
+    their names (`hidden_names`: links cut by name). `context`: the notes as the retrieval pipeline planned
+    them (`grasbot.answer.pipeline.Retrieval.context`, planned with the same limits and `hidden`); planned
+    here when not given. `label_fields` are the fields shown in each
     passage's label beside its section and pages (the filterable ones: `classe`).
     """
     hits = servable_hits(result.hits)
@@ -220,7 +248,8 @@ def build_prompt(
 
     # links to hidden notes go before the cut: a cut inside one would leave half of it, unrecognisable
     planned = list(context) if context is not None else plan_context(
-        hits, keep_ratio=keep_ratio, max_chars=max_chars, text_of=lambda note: redact_hidden_links(note.reader_body, hidden)
+        hits, keep_ratio=keep_ratio, max_chars=max_chars,
+        text_of=lambda note: redact_hidden_links(note.reader_body, hidden, note.path),
     )
     blocks = [GROUNDED_INTRO, ""]
     for rank, item in enumerate(planned, start=1):
