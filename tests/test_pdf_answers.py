@@ -28,9 +28,9 @@ def _vault(tmp_path: Path, *extra: str) -> Path:
 
 def test_the_prompt_labels_each_passage_and_sources_carry_pages(tmp_path, fake_ollama):
     vault = _vault(tmp_path, "--copy-pdf")
-    with run_server(service_settings(fake_ollama, filter_fields=FIELDS), vault) as server:
+    with run_server(service_settings(fake_ollama, filter_fields=FIELDS, profile="textbook"), vault) as server:
         c = server.client()
-        r = c.get("/ask", params={"q": "donne les réponses aux questions du paragraphe 13 de la classe 10", "session_id": "s1"})
+        r = c.get("/ask", params={"q": "donne les réponses aux questions du paragraphe 13 de la classe 10"})
         assert r.status_code == 200, r.text
         body = r.json()
         top = body["sources"][0]
@@ -41,7 +41,7 @@ def test_the_prompt_labels_each_passage_and_sources_carry_pages(tmp_path, fake_o
         prompt = fake_ollama.chat_prompts()[-1]
         assert "[Classe 10 | § 13 | p. 25–26]" in prompt
         assert "[p. 26]" in prompt and "#page=" not in prompt  # page markers as printed pages, not links
-        assert "indique la page du passage" in prompt
+        assert "la page imprimée du passage" in prompt  # the textbook profile asks for the page
         # the follow-up names only the section: it stays in class 10
         r = c.get("/ask", params={"q": "et le § 14 ?", "session_id": body["session_id"]})  # the server's id
         assert r.status_code == 200, r.text

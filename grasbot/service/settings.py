@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     # may say what is private, so /health never shows them
     private_folders: Names = _setting("GRASBOT_PRIVATE_FOLDERS", (), "comma-separated vault folders whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)", secret=True)
     private_tags: Names = _setting("GRASBOT_PRIVATE_TAGS", (), "comma-separated tags whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)", secret=True)
+    # answering profiles and Langfuse Prompts (docs/service.md, "Answering profiles")
+    profile: str | None = _setting("GRASBOT_PROFILE", None, "the answering profile: a shipped one (site, textbook) or the vault's own by its name (default: the vault's .grasbot/profile.toml, else site)")
+    prompt_name: str | None = _setting("GRASBOT_PROMPT_NAME", None, "take the system prompt from Langfuse Prompts under this name (default: unset, the profile's own)")
+    prompt_label: str = _setting("GRASBOT_PROMPT_LABEL", "production", "the label of the Langfuse prompt version to use")
+    prompt_cache_seconds: int = _setting("GRASBOT_PROMPT_CACHE_SECONDS", 60, "a fetched prompt is used this long, then refreshed in the background (0: fetched for every answer)", ge=0, le=86_400)
 
     # the question's filters beside §/chapter/page (grasbot/search/filters.py, docs/pdf-import.md)
     filter_fields: str = _setting("GRASBOT_FILTER_FIELDS", "", "note fields a question can filter on: `field:word|word` separated by `;`, `+` for an ordinal field, e.g. `classe:classe|class|niveau+` (« classe 10 », « 10e »); default: none")

@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
 from vaulttools.lint import formats as report_formats
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
         except TaxonomyError as exc:
             raise CliError(str(exc)) from None
 
-    cache = None if args.no_cache or args.fix or args.diff else LintCache.open(root, taxonomy, config)
+    cache = None if args.no_cache or args.fix or args.diff or profile_has_findings(root, config) else LintCache.open(root, taxonomy, config)
     answered = cache is not None and cache.answer(taxonomy, config)
     vault = None
     result = None
@@ -154,6 +155,16 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     has_errors = result.has_errors if result is not None else cache.has_errors  # type: ignore[union-attr]
     return 1 if (has_errors or failed) else 0
+
+
+def profile_has_findings(root: Path, config: Any) -> bool:
+    """Whether the vault's answering profile has findings (`profile-invalid`): the lint cache stores per-note
+    findings only, so such a run goes without it (a profile is one small file: reading it is cheap)."""
+    if not config.enabled("profile-invalid"):
+        return False
+    from vaulttools.lint.rules.profile import check_profile
+
+    return bool(check_profile(root))
 
 
 def _write_output(args: argparse.Namespace, text: str | bytes) -> None:

@@ -24,7 +24,7 @@ ENGINE_VERSION = "6"  # 3: comments hold no links, duplicate keys, Visibility, Y
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str  # stable kebab-case id
-    family: str  # frontmatter | vocabulary | slugs | links | retrieval | books
+    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile | books
     severity: Severity  # default; closed/open vocabularies and the configuration may change it
     summary: str  # one line: what is wrong
     why: str  # why it matters for GrasBot / Obsidian
@@ -199,6 +199,18 @@ RULES: tuple[Rule, ...] = (
         "The author learns the vault will not answer that question from this note: strengthen aliases, title "
         "or body, or move the question to the note that does come first.",
         "answers:\n  - Quel est son parcours ?   # bio-fernand.md comes first, this note 5th", None,
+    ),
+    Rule(
+        "profile-invalid", "profile", ERROR,
+        "The vault's answering profile, `.grasbot/profile.toml` (or a prompt file it names), cannot be used: "
+        "not valid TOML, an unknown key, a wrong type or value, an `extends` that names no shipped profile, a "
+        "prompt file that is missing or outside `.grasbot/`, a prompt without the placeholders it needs "
+        "(`{citation}` in the system prompt, `{pointers}` in the ungrounded one when the profile has pointers) "
+        "or with an unknown one.",
+        "GrasBot refuses to start with a profile it cannot use, and a reload keeps the previous one: the "
+        "author learns it here, with the file and the line, before the server does (docs/service.md, "
+        "\"Answering profiles\").",
+        "# .grasbot/profile.toml\nextends = \"textbook\"\ntemprature = 0.1   # did you mean `temperature`?", None,
     ),
     Rule(
         "section-pages", "books", ERROR,
