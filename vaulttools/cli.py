@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"vaulttools.commands.{name}")
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(getattr(module, "NAME", name), help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser

@@ -178,6 +178,20 @@ class Settings(BaseSettings):
     prompt_label: str = _setting("GRASBOT_PROMPT_LABEL", "production", "the label of the Langfuse prompt version to use")
     prompt_cache_seconds: int = _setting("GRASBOT_PROMPT_CACHE_SECONDS", 60, "a fetched prompt is used this long, then refreshed in the background (0: fetched for every answer)", ge=0, le=86_400)
 
+    # the question's filters beside §/chapter/page (grasbot/search/filters.py, docs/pdf-import.md)
+    filter_fields: str = _setting("GRASBOT_FILTER_FIELDS", "", "note fields a question can filter on: `field:word|word` separated by `;`, `+` for an ordinal field, e.g. `classe:classe|class|niveau+` (« classe 10 », « 10e »); default: none")
+
+    @field_validator("filter_fields", mode="after")
+    @classmethod
+    def _filter_spec(cls, value: str) -> str:
+        from grasbot.search.filters import FilterConfig
+
+        try:
+            FilterConfig.parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (write e.g. classe:classe|class|niveau+)") from None
+        return value
+
     @field_validator("llm_backend", mode="before")
     @classmethod
     def _known_backend(cls, value: Any) -> Any:

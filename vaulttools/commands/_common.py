@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
     from grasbot import RetrievalPipeline
+    from grasbot.search.filters import FilterConfig
     from grasbot.snapshot import Snapshot
 
 
@@ -76,8 +77,27 @@ def load_pipeline(root: Path, purpose: str, top_k: int = 5, use_cache: bool = Tr
     question); CliError when no public note is left to retrieve (`purpose` says for what)."""
     from grasbot import RetrievalLimits, RetrievalPipeline
 
+    from grasbot.answer.filtering import FilterStage
+
     loaded = load_snapshot(root, use_cache)
     pipeline = RetrievalPipeline.of_vault(loaded.vault, loaded.index, limits=RetrievalLimits(top_k=top_k))
     if pipeline.index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")
+    # the question's filters (§ 13, chapitre 2, classe 10: docs/pdf-import.md), as the API applies them
+    pipeline.stages = (*pipeline.stages, FilterStage(pipeline.index, filter_config(root)))
     return pipeline
+
+
+def filter_config(root: Path) -> FilterConfig:
+    """The fields a question may filter on, from the vault's taxonomy (`filterable:` in its `yaml
+    vaulttools` fence); none when there is no taxonomy or it cannot be read (lint reports that)."""
+    from grasbot.search.filters import FilterConfig
+    from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
+
+    found = find_taxonomy(root)
+    if found is None:
+        return FilterConfig()
+    try:
+        return FilterConfig.parse(load_taxonomy(found).filterable)
+    except (TaxonomyError, ValueError):
+        return FilterConfig()

@@ -20,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
 
 
+def _page_fields(note: object) -> dict[str, object]:
+    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
+    meta = getattr(note, "meta", None) or {}
+    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
+
+
 def run(args: argparse.Namespace) -> int:
     question = " ".join(args.question).strip()
     if not question:
@@ -28,12 +34,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args)
 
+    from grasbot.answer.filtering import filters_of
+
     retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
+    filters = filters_of(retrieval)
 
     if args.json:
         payload = {
             "query": retrieval.result.query,
             "grounded": retrieval.grounded,
+            "filters": filters,
             "results": [
                 {
                     "slug": hit.id,
@@ -44,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
+                    **_page_fields(hit.note),
                 }
                 for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
@@ -56,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
+    if filters:
+        applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
+        relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
+        console.print(f"filters: {applied}{relaxed}", markup=False)
     if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")

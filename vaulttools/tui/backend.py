@@ -147,6 +147,7 @@ class Preview:
     candidates: int  # public notes the index holds
     elapsed_ms: float
     message: str | None = None  # why there is no ranking (empty question, index not ready)
+    filters: tuple[str, ...] = ()  # the question's filters as reasons: filter:section=13, filter-relaxed:...
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +260,7 @@ class Backend:
         self.live: LiveVault | None = None
         self.timings: dict[str, float] = {}  # phase -> seconds, for the summary and the benchmark
         self.taxonomy_error: str | None = None
+        self._filters: Any = None  # FilterConfig, read from the taxonomy on the first preview
         self.config_error: str | None = None
         self._vault: Vault | None = None
         self._index: Any = None
@@ -582,7 +584,8 @@ class Backend:
     def preview(self, query: str, top_k: int | None = None) -> Preview:
         """What GrasBot would retrieve for `query`: the bot's own retrieval pipeline (ranking, servable
         hits, prompt plan), as the API runs it for a visitor's first question."""
-        from grasbot import RetrievalLimits, RetrievalPipeline
+        from grasbot import RetrievalLimits
+        from grasbot.answer.filtering import filters_of
 
         started = time.perf_counter()
         q = " ".join(query.split())
@@ -593,11 +596,11 @@ class Backend:
         if live is not None and live.index is not None and not self._own_index:
             with live.reading():
                 index = live.index
-                retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
+                retrieval = self._retrieve(index, limits, q)
                 size = index.size
         elif self._index is not None:
             index = self._index
-            retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
+            retrieval = self._retrieve(index, limits, q)
             size = index.size
         else:
             return Preview(q, False, (), 0, 0.0, "The search index is being built; the preview starts in a moment.")
@@ -616,7 +619,20 @@ class Backend:
             )
             for rank, (hit, ctx) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1)
         )
-        return Preview(q, retrieval.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+        filters = tuple(filters_of(retrieval).get("reasons", ()))
+        return Preview(q, retrieval.grounded, rows, size, (time.perf_counter() - started) * 1000.0, filters=filters)
+
+    def _retrieve(self, index: Any, limits: Any, q: str) -> Any:
+        """The bot's retrieval pipeline, with the question's filters (§, chapter, page, the taxonomy's
+        filterable fields) as `vaulttools ask` and the API apply them."""
+        from grasbot import RetrievalPipeline
+        from grasbot.answer.filtering import FilterStage
+        from vaulttools.commands._common import filter_config
+
+        if self._filters is None:
+            self._filters = filter_config(self.root)
+        stages = (FilterStage(index, self._filters),)
+        return RetrievalPipeline(index, limits, hidden=self._hidden_names(), stages=stages).retrieve(q)
 
     def _hidden_names(self) -> frozenset[str]:
         """The names of the notes a visitor may not see (the prompt removes links to them), computed once
