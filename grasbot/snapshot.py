@@ -48,7 +48,7 @@ _MAGIC = b"grasbot-snapshot\n"
 SNAPSHOT_FORMAT = "1"
 _KEY_FILE = "snapshot.key"
 #: The engine modules whose code shapes a loaded vault or an index: a change in any of them is a miss.
-_ENGINE_SOURCES = ("model.py", "links.py", "vault.py", "text.py", "snapshot.py", "markdown", "search")
+_ENGINE_SOURCES = ("model.py", "links.py", "vault.py", "readers.py", "text.py", "snapshot.py", "markdown", "search")
 
 
 def cache_dir(root: Path) -> Path:
