@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, load_pipeline, vault_path
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -14,9 +14,16 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
     parser.add_argument("--json", action="store_true", help="print JSON (docs/architecture.md) instead of a table")
     parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
+
+
+def _page_fields(note: object) -> dict[str, object]:
+    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
+    meta = getattr(note, "meta", None) or {}
+    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,12 +34,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args)
 
-    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
+    from grasbot.answer.filtering import filters_of
+
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
+    filters = filters_of(retrieval)
 
     if args.json:
         payload = {
             "query": retrieval.result.query,
             "grounded": retrieval.grounded,
+            "filters": filters,
             "results": [
                 {
                     "slug": hit.id,
@@ -43,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
+                    **_page_fields(hit.note),
                 }
                 for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
@@ -55,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     console = Console()
+    if filters:
+        applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
+        relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
+        console.print(f"filters: {applied}{relaxed}", markup=False)
     if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")

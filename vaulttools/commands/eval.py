@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, load_pipeline, vault_path
 
 NAME = "eval"
 HELP = (
@@ -21,6 +21,7 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
     parser.add_argument(
         "file", metavar="FILE.yaml", nargs="?",
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     root = vault_path(args)
 
-    pipeline = load_pipeline(root, "nothing to evaluate")
+    pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache)
     index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
@@ -134,7 +135,7 @@ def _run_answers(args: argparse.Namespace) -> int:
     from grasbot import is_servable
     from grasbot.answer.prompt import hidden_names
     from grasbot import LABELS, note_passage, subject_names
-    from vaulttools.commands._common import load_vault
+    from vaulttools.commands._common import load_snapshot
     from vaulttools.evaluation import QuestionSetError, evaluate_answers, load_answer_items, unknown_context
 
     try:
@@ -142,7 +143,7 @@ def _run_answers(args: argparse.Namespace) -> int:
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
     root = vault_path(args)
-    vault = load_vault(root)
+    vault = load_snapshot(root).vault
     public = {note.id: note for note in vault.notes.values() if is_servable(note)}
     if not public:
         raise CliError(f"no public note in {root}: nothing to verify against")

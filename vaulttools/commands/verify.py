@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_vault, vault_path
+from vaulttools.commands._common import CliError, add_vault_arguments, load_snapshot, vault_path
 
 NAME = "verify"
 HELP = "check each sentence of an answer against the given notes (supported, unsupported, wrong citation...)"
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from grasbot.answer.prompt import hidden_names
     from grasbot import note_passage, subject_names, verify
 
-    vault = load_vault(root)
+    vault = load_snapshot(root).vault
     by_id = {note.id: note for note in vault.notes.values()}
     public = [note for note in vault.notes.values() if is_servable(note)]
     hidden = hidden_names(vault.notes.values())
