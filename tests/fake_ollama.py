@@ -81,7 +81,7 @@ def faithful_reply(body: dict[str, Any]) -> str:
     if TENTATIVE_INSTRUCTIONS in user or found is None:
         return ABSTENTION
     paragraphs = user[found.end():].split("\n\n")
-    text = next((p for p in paragraphs if p.strip() and not p.lstrip().startswith(("#", "-", "|", ">", "("))), "")
+    text = next((p for p in paragraphs if p.strip() and not p.lstrip().startswith(("#", "-", "|", ">", "(", "["))), "")
     first = " ".join(text.split()).split(". ")[0].rstrip(".")
     return f"{first} [{found.group(1)}]." if first else ABSTENTION
 

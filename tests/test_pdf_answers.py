@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grasbot.answer.context import passage_label, plain_page_markers
 from grasbot.answer.plaintext import markdown_to_text
+from tests.fake_ollama import faithful_reply
 from tests.pdf_factory import civics_book, write_book
 from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import fake_ollama, run_server, service_settings  # noqa: F401
@@ -28,6 +29,7 @@ def _vault(tmp_path: Path, *extra: str) -> Path:
 
 def test_the_prompt_labels_each_passage_and_sources_carry_pages(tmp_path, fake_ollama):
     vault = _vault(tmp_path, "--copy-pdf")
+    fake_ollama.script(reply=faithful_reply)  # sources are served with a verified answer
     with run_server(service_settings(fake_ollama, filter_fields=FIELDS, profile="textbook"), vault) as server:
         c = server.client()
         r = c.get("/ask", params={"q": "donne les réponses aux questions du paragraphe 13 de la classe 10"})
