@@ -50,6 +50,7 @@ __all__ = [
     "unquote",
     "mask_code",
     "without_comments",
+    "comment_spans",
     "name_key",
     "name_key_fast",
     "heading_key",
@@ -184,6 +185,15 @@ def without_comments(body: str) -> str:
         last = m.end()
     pieces.append(body[last:])
     return "".join(pieces)
+
+
+def comment_spans(body: str) -> list[tuple[int, int]]:
+    """(start, end) offsets in `body` of every comment (`%% … %%` or `<!-- … -->`, delimiters included) that
+    is not inside code: what Obsidian hides. Lint reads its `%% vaulttools-ignore %%` directives from them."""
+    if not _has_comment(body):
+        return []
+    masked = _code_masked(body)
+    return [m.span() for m in _COMMENT_RE.finditer(masked)] if _has_comment(masked) else []
 
 
 # Inline code (CommonMark, within one paragraph), in one pass of `re`: a maximal run of N backticks, then

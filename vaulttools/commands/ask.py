@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
+from vaulttools.commands._common import (
+    CliError,
+    add_vault_arguments,
+    load_public_index,
+    split_vault_positional,
+    vault_path,
+)
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -16,16 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
     parser.add_argument("--json", action="store_true", help="print JSON (DESIGN §10) instead of a table")
-    parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
+    parser.add_argument("question", nargs="+", metavar="[PATH] QUESTION",
+                        help="the visitor's question; a first word that is an existing folder, followed by more, "
+                             "is the vault (vaulttools ask vault \"Rust ?\")")
 
 
 def run(args: argparse.Namespace) -> int:
-    question = " ".join(args.question).strip()
+    given, words = (None, args.question) if args.vault else split_vault_positional(args.question, 1)
+    question = " ".join(words).strip()
     if not question:
         raise CliError("empty question: pass the question to ask, e.g. vaulttools ask \"C'est quoi push_swap ?\"")
     if args.top_k < 1:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
-    root = vault_path(args)
+    root = vault_path(args, given)
 
     from grasbot.answer.context import plan_context
 

@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_public_index, vault_path
+from vaulttools.commands._common import (
+    CliError,
+    add_vault_arguments,
+    load_public_index,
+    split_vault_positional,
+    vault_path,
+)
 
 NAME = "eval"
 HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection)"
@@ -15,17 +21,22 @@ HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-to
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
-    parser.add_argument("file", metavar="FILE.yaml", help="the question set (items: id, q, expect, grounded, kind)")
+    parser.add_argument("files", nargs="+", metavar="[PATH] FILE.yaml",
+                        help="the question set (items: id, q, expect, grounded, kind), after the vault folder if given")
 
 
 def run(args: argparse.Namespace) -> int:
     from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
 
+    given, rest = (None, args.files) if args.vault else split_vault_positional(args.files, 1)
+    if len(rest) != 1:
+        raise CliError("give one question set: vaulttools eval [PATH] FILE.yaml")
+    args.file = rest[0]
     try:
         questions = load_questions(args.file)
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
-    root = vault_path(args)
+    root = vault_path(args, given)
 
     index = load_public_index(root, "nothing to evaluate")
     unknown = unknown_expectations(questions, set(index.ids))

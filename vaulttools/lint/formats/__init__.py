@@ -37,6 +37,7 @@ class Totals:
     errors: int
     warnings: int
     fixable: int
+    noted: int = -1  # notes with at least one finding (-1: not known)
 
     @classmethod
     def of(cls, result: LintResult) -> Totals:
@@ -50,7 +51,9 @@ class Totals:
             if d.fix is not None:
                 fixable += 1
         warnings = len(result.diagnostics) - errors
-        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable)
+        noted = len(set(map(_path, result.diagnostics)))
+        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable,
+                   noted)
 
 
 def display_path(result: LintResult, path: str, cwd: Path | None = None) -> str:
