@@ -281,3 +281,36 @@ def test_a_note_of_the_sample_vault_from_inside_it(capsys, sample_vault_copy, mo
     code, out, err = lint(capsys, "20-Competences/rust.md")
     assert code in (0, 1) and "not a folder" not in err and "vault not found" not in err
     assert out.splitlines()[-1].endswith("checked, no finding.") or "of 1 note checked" in out
+
+
+def test_sarif_has_help_uris_and_fixes_that_make_the_fixed_file(capsys, vault, monkeypatch):
+    from vaulttools.lint.fixes import fix_bytes
+    from vaulttools.lint.urls import rule_url
+
+    monkeypatch.chdir(vault)
+    _, out, _ = lint(capsys, "--format", "sarif", "--no-cache")
+    run = json.loads(out)["runs"][0]
+    assert all(r["helpUri"] == rule_url(r["id"]) for r in run["tool"]["driver"]["rules"])
+    _, js, _ = lint(capsys, "--format", "json", "--no-cache")
+    fixable = [d for d in rows(js) if d["fix"] is not None]
+    with_fixes = [r for r in run["results"] if "fixes" in r]
+    assert fixable and len(with_fixes) == len(fixable)
+    from grasbot.vault import Vault
+    from vaulttools.lint import LintConfig, lint_vault
+    from vaulttools.taxonomy import load_taxonomy
+
+    diags = {(d.path, d.line, d.column, d.rule): d for d in
+             lint_vault(Vault.load(vault), load_taxonomy(vault / "TAXONOMIE.md"), LintConfig()).diagnostics}
+    for r in with_fixes:
+        (change,) = r["fixes"][0]["artifactChanges"]
+        path = change["artifactLocation"]["uri"]
+        region = r["locations"][0]["physicalLocation"]["region"]
+        d = diags[(path, region["startLine"], region["startColumn"], r["ruleId"])]
+        (rep,) = change["replacements"]
+        text = (vault / path).read_text(encoding="utf-8")
+        lines = text.split("\n")
+        at = lambda line, col: sum(len(x) + 1 for x in lines[: line - 1]) + col - 1  # noqa: E731
+        dr = rep["deletedRegion"]
+        start, end = at(dr["startLine"], dr["startColumn"]), at(dr["endLine"], dr["endColumn"])
+        applied = text[:start] + rep["insertedContent"]["text"] + text[end:]
+        assert applied.encode("utf-8") == fix_bytes(path, (vault / path).read_bytes(), [d]).fixed
