@@ -65,32 +65,23 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from rich.console import Console
-    from rich.table import Table
+
+    from vaulttools.tables import Column, print_table
 
     console = Console()
     if not result.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
         return 0
-    table = Table(title=question, title_justify="left", show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("slug", style="bold cyan", overflow="fold")
-    table.add_column("title", overflow="fold")
-    table.add_column("type")
-    table.add_column("score", justify="right")
-    table.add_column("prompt")
-    table.add_column("reasons", overflow="fold")
-    for rank, (hit, context) in enumerate(zip(result.hits, plan, strict=True), 1):
-        table.add_row(
-            str(rank),
-            hit.id,
-            hit.note.title,
-            hit.note.type or "-",
-            f"{hit.score:.2f}",
-            "cut" if context.truncated else "whole",
-            ", ".join(hit.reasons),
-        )
-    console.print(table)
+    columns = [Column("#", justify="right"), Column("slug", style="bold cyan", overflow="fold"),
+               Column("title", overflow="fold"), Column("type"), Column("score", justify="right"), Column("prompt"),
+               Column("reasons", overflow="fold")]
+    rows = [
+        [str(rank), hit.id, hit.note.title, hit.note.type or "-", f"{hit.score:.2f}",
+         "cut" if context.truncated else "whole", ", ".join(hit.reasons)]
+        for rank, (hit, context) in enumerate(zip(result.hits, plan, strict=True), 1)
+    ]
+    print_table(console, columns, rows, title=question)
     verdict = (
         "[green]grounded: yes[/green] (the notes above are credible sources)"
         if result.grounded

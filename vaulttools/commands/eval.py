@@ -56,14 +56,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from rich.console import Console
-    from rich.table import Table
+
+    from vaulttools.tables import Column, print_table
 
     console = Console()
     console.print(f"[bold]{args.file}[/bold] on {root}: {summary['items']} questions, {index.size} public notes")
-    table = Table(show_header=True)
-    table.add_column("set")
-    for name in ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded"):
-        table.add_column(name, justify="right")
+    columns = [Column("set")] + [Column(name, justify="right") for name in
+                                 ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
+    table_rows: list[list[str]] = []
 
     def row(label: str, m: dict) -> list[str]:
         def fmt(value: object) -> str:
@@ -80,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
             fmt(m["ontopic_grounded"]),
         ]
 
-    table.add_row(*row("all", summary))
+    table_rows.append(row("all", summary))
     for kind, metrics in summary.get("by_kind", {}).items():
-        table.add_row(*row(f"kind: {kind}", metrics))
-    console.print(table)
+        table_rows.append(row(f"kind: {kind}", metrics))
+    print_table(console, columns, table_rows)
     console.print(f"median search time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item
