@@ -9,7 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["Column", "print_table"]
+__all__ = ["Column", "console", "print_table"]
+
+
+def console() -> Any:
+    """A rich console for a command's output: on a pipe, lines are never wrapped at 80 columns."""
+    from rich.console import Console
+
+    out = Console()
+    if not out.is_terminal:
+        out.soft_wrap = True
+    return out
 
 
 class Column:

@@ -64,11 +64,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
+    from vaulttools.tables import Column, console as make_console, print_table
 
-    from vaulttools.tables import Column, print_table
-
-    console = Console()
+    console = make_console()
     if not result.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")

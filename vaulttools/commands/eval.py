@@ -55,11 +55,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
+    from vaulttools.tables import Column, console as make_console, print_table
 
-    from vaulttools.tables import Column, print_table
-
-    console = Console()
+    console = make_console()
     console.print(f"[bold]{args.file}[/bold] on {root}: {summary['items']} questions, {index.size} public notes")
     columns = [Column("set")] + [Column(name, justify="right") for name in
                                  ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
