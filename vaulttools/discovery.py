@@ -4,17 +4,20 @@ The rule, the same for every command (README, "The commands"):
 
 1. ``--vault PATH`` wins;
 2. else the command's own PATH (lint: the first of its notes or folders; ask, eval, new: a first positional
-   that is an existing folder; watch, tui: their PATH): the nearest folder at or above it that holds
-   ``.obsidian/`` or ``vaulttools.toml``, else the nearest that holds ``TAXONOMIE.md``, else the folder
-   itself (a note's own folder for a note);
+   that is an existing folder; watch, tui: their PATH): the nearest folder at or above it (a note: its
+   folder) that holds ``.obsidian/`` or ``vaulttools.toml``, else the nearest that holds ``TAXONOMIE.md``,
+   else the folder itself;
 3. else ``$VAULT_DIR``;
 4. else ``./vault`` when it exists (this repository's sample vault);
 5. else the nearest marked folder at or above the current folder (as in 2.), else ``./vault`` (which then
    does not exist: the error says what to pass).
 
 Markers are looked for in two passes because ``TAXONOMIE.md`` may also sit *beside* a vault (this
-repository keeps it beside ``vault/``, which holds ``.obsidian/``): a folder Obsidian opened, or one
-configured for vaulttools, is a vault for sure; a taxonomy file only says so when nothing surer is found.
+repository keeps it beside ``vault/``, which holds ``.obsidian/``; `vaulttools.taxonomy.find_taxonomy` looks
+there): a folder Obsidian opened, or one configured for vaulttools, is a vault for sure; a taxonomy file
+says so only when nothing surer is found. (A vault whose taxonomy sits beside it and that holds neither
+``.obsidian/`` nor ``vaulttools.toml`` is named with ``--vault``.) In the real GrasBot vault, which has only
+its ``TAXONOMIE.md``, ``vaulttools lint 20-Competences/rust.md`` works from inside the vault.
 """
 
 from __future__ import annotations
@@ -42,12 +45,13 @@ def _chain(start: Path) -> list[Path]:
     return [start, *start.parents]
 
 
-def find_vault_above(start: Path) -> Path | None:
-    """The nearest folder at or above `start` (a folder) that holds a strong marker, else a weak one, or None.
+def find_vault_above(start: Path, weak: bool = True) -> Path | None:
+    """The nearest folder at or above `start` (a folder) that holds a strong marker, else (when `weak`) one
+    that holds a weak marker, or None.
 
     Returned as `start` was written when the vault is `start` itself (a relative `vault` stays `vault`, so
     that messages and reports keep the user's spelling), else as an absolute path."""
-    for markers in (STRONG_MARKERS, WEAK_MARKERS):
+    for markers in (STRONG_MARKERS, WEAK_MARKERS) if weak else (STRONG_MARKERS,):
         for folder in _chain(start):
             if any((folder / marker).exists() for marker in markers):
                 return start if folder == start.resolve() else folder

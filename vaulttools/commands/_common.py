@@ -16,7 +16,7 @@ class CliError(Exception):
 
 
 VAULT_HELP = ("the vault folder (wins over PATH; default: the vault PATH is in, then $VAULT_DIR, then ./vault, "
-              "then the vault the current folder is in: a folder holding .obsidian/, vaulttools.toml or TAXONOMIE.md)")
+              "then the vault the current folder is in; see README, \"The commands\")")
 
 
 def add_vault_arguments(parser: argparse.ArgumentParser, positional: bool = True) -> None:
