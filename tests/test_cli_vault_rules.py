@@ -71,3 +71,19 @@ def test_ask_table_piped_is_whole_lines(sample_vault_copy):
     stems = {p.stem for p in sample_vault_copy.rglob("*.md")}  # the sample vault's slugs are its file names
     assert rows and all(len(r) == 7 for r in rows)
     assert all(r[1] in stems for r in rows)  # whole slugs, never cut at 40 columns
+
+
+def test_a_taxonomy_above_counts_only_where_the_user_is(tmp_path):
+    """A stray TAXONOMIE.md in an upper folder (e.g. /tmp) does not make that folder the vault; from inside a
+    vault that has only its TAXONOMIE.md, a note or a folder of it finds it."""
+    top = tmp_path / "top"
+    (top / "v" / "sub").mkdir(parents=True)
+    (top / "TAXONOMIE.md").write_text("# Taxonomie\n", encoding="utf-8")
+    note = top / "v" / "sub" / "n.md"
+    note.write_text("x\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert resolve_vault(None, str(top / "v"), {}, cwd=elsewhere) == top / "v"
+    assert resolve_vault(None, str(note), {}, cwd=elsewhere) == top / "v" / "sub"
+    assert resolve_vault(None, str(note), {}, cwd=top / "v") == top.resolve()
+    assert resolve_vault(None, str(top), {}, cwd=elsewhere) == top  # named itself: its own TAXONOMIE.md

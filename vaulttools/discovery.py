@@ -5,19 +5,21 @@ The rule, the same for every command (README, "The commands"):
 1. ``--vault PATH`` wins;
 2. else the command's own PATH (lint: the first of its notes or folders; ask, eval, new: a first positional
    that is an existing folder; watch, tui: their PATH): the nearest folder at or above it (a note: its
-   folder) that holds ``.obsidian/`` or ``vaulttools.toml``, else the nearest that holds ``TAXONOMIE.md``,
-   else the folder itself;
+   folder) that holds ``.obsidian/`` or ``vaulttools.toml``; else the nearest that holds ``TAXONOMIE.md``
+   and is PATH itself or holds the current folder; else PATH itself (a note's folder);
 3. else ``$VAULT_DIR``;
 4. else ``./vault`` when it exists (this repository's sample vault);
-5. else the nearest marked folder at or above the current folder (as in 2.), else ``./vault`` (which then
-   does not exist: the error says what to pass).
+5. else the vault the current folder is in, found as in 2., else ``./vault`` (which then does not exist:
+   the error says what to pass).
 
-Markers are looked for in two passes because ``TAXONOMIE.md`` may also sit *beside* a vault (this
-repository keeps it beside ``vault/``, which holds ``.obsidian/``; `vaulttools.taxonomy.find_taxonomy` looks
-there): a folder Obsidian opened, or one configured for vaulttools, is a vault for sure; a taxonomy file
-says so only when nothing surer is found. (A vault whose taxonomy sits beside it and that holds neither
-``.obsidian/`` nor ``vaulttools.toml`` is named with ``--vault``.) In the real GrasBot vault, which has only
-its ``TAXONOMIE.md``, ``vaulttools lint 20-Competences/rust.md`` works from inside the vault.
+Why ``TAXONOMIE.md`` counts for less: it may sit *beside* a vault (this repository keeps it beside
+``vault/``, which holds ``.obsidian/``; `vaulttools.taxonomy.find_taxonomy` looks there), and a stray one in
+an upper folder (``/tmp/TAXONOMIE.md``) must not turn that whole folder into the vault. So it marks a vault
+only where the user is: the folder they named, or a folder they are working in. A folder Obsidian opened
+(``.obsidian/``) or one configured for vaulttools is a vault for sure, wherever it is. In the real GrasBot
+vault, which has only its ``TAXONOMIE.md``, ``vaulttools lint 20-Competences/rust.md`` works from inside it.
+A vault whose taxonomy sits beside it and that holds neither ``.obsidian/`` nor ``vaulttools.toml`` is
+named with ``--vault`` when linted from the folder above it.
 """
 
 from __future__ import annotations
@@ -45,16 +47,22 @@ def _chain(start: Path) -> list[Path]:
     return [start, *start.parents]
 
 
-def find_vault_above(start: Path, weak: bool = True) -> Path | None:
-    """The nearest folder at or above `start` (a folder) that holds a strong marker, else (when `weak`) one
-    that holds a weak marker, or None.
+def find_vault_above(start: Path, cwd: Path | None = None) -> Path | None:
+    """The nearest folder at or above `start` (a folder) that holds a strong marker, else the nearest that
+    holds a weak marker and is `start` itself or holds `cwd` (default: the current folder); None if neither.
 
     Returned as `start` was written when the vault is `start` itself (a relative `vault` stays `vault`, so
     that messages and reports keep the user's spelling), else as an absolute path."""
-    for markers in (STRONG_MARKERS, WEAK_MARKERS) if weak else (STRONG_MARKERS,):
-        for folder in _chain(start):
-            if any((folder / marker).exists() for marker in markers):
-                return start if folder == start.resolve() else folder
+    chain = _chain(start)
+    here = (cwd or Path.cwd()).resolve()
+    for folder in chain:
+        if any((folder / marker).exists() for marker in STRONG_MARKERS):
+            return start if folder == chain[0] else folder
+    for folder in chain:
+        if folder != chain[0] and not here.is_relative_to(folder):
+            continue
+        if any((folder / marker).exists() for marker in WEAK_MARKERS):
+            return start if folder == chain[0] else folder
     return None
 
 
@@ -70,7 +78,7 @@ def resolve_vault(vault_option: str | None, path: str | None, env: dict[str, str
         given = Path(path).expanduser()
         if given.exists():
             folder = given if given.is_dir() else given.parent
-            found = find_vault_above(folder)
+            found = find_vault_above(folder, cwd)
             return found if found is not None else folder
         return given  # missing: the caller names it
     if environ.get("VAULT_DIR"):
@@ -79,7 +87,7 @@ def resolve_vault(vault_option: str | None, path: str | None, env: dict[str, str
     default = Path("vault") if cwd is None else here / "vault"
     if default.is_dir():
         return default
-    found = find_vault_above(here)
+    found = find_vault_above(here, here)
     return found if found is not None else default
 
 

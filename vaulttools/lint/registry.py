@@ -228,10 +228,11 @@ vaulttools lint [PATH ...] [--vault VAULT] [--taxonomy FILE] [--format text|json
 
 `PATH`s are notes or folders: only their findings are reported, but links, duplicates and retrieval are
 checked against the whole vault. The vault is `--vault`; else the nearest folder at or above the first
-`PATH` that holds `.obsidian/` or `vaulttools.toml`, else the nearest that holds `TAXONOMIE.md`, else the
-first `PATH` itself (a note's folder); without `PATH`, `$VAULT_DIR`, then `./vault`, then the vault the
-current folder is in (found the same way). A vault whose `TAXONOMIE.md` sits beside it, as in this
-repository, holds `.obsidian/` or `vaulttools.toml` (or is named with `--vault`).
+`PATH` that holds `.obsidian/` or `vaulttools.toml`, else the nearest that holds `TAXONOMIE.md` and is
+`PATH` itself or holds the current folder, else the first `PATH` itself (a note's folder); without `PATH`,
+`$VAULT_DIR`, then `./vault`, then the vault the current folder is in (found the same way). A vault whose
+`TAXONOMIE.md` sits beside it, as in this repository, holds `.obsidian/` or `vaulttools.toml` (or is
+named with `--vault`).
 
 Exit status: **0** no error-level finding, **1** errors found (or, with `--diff`, something to fix),
 **2** usage or internal error. `--exit-zero` always exits 0 after a report.
