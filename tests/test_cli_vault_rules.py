@@ -81,8 +81,7 @@ def test_a_taxonomy_above_counts_only_where_the_user_is(tmp_path):
     (top / "TAXONOMIE.md").write_text("# Taxonomie\n", encoding="utf-8")
     note = top / "v" / "sub" / "n.md"
     note.write_text("x\n", encoding="utf-8")
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    elsewhere = REPO  # not below `top` (nor below /tmp, which may hold a stray TAXONOMIE.md of its own)
     assert resolve_vault(None, str(top / "v"), {}, cwd=elsewhere) == top / "v"
     assert resolve_vault(None, str(note), {}, cwd=elsewhere) == top / "v" / "sub"
     assert resolve_vault(None, str(note), {}, cwd=top / "v") == top.resolve()
