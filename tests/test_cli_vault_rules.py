@@ -86,3 +86,14 @@ def test_a_taxonomy_above_counts_only_where_the_user_is(tmp_path):
     assert resolve_vault(None, str(note), {}, cwd=elsewhere) == top / "v" / "sub"
     assert resolve_vault(None, str(note), {}, cwd=top / "v") == top.resolve()
     assert resolve_vault(None, str(top), {}, cwd=elsewhere) == top  # named itself: its own TAXONOMIE.md
+
+
+def test_a_stray_taxonomy_in_the_home_or_temporary_folder_is_no_vault(tmp_path, monkeypatch):
+    """(The temporary folder itself may hold a stray TAXONOMIE.md on this machine: the test passes either way.)"""
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path))  # the home folder, for this test
+    (tmp_path / "TAXONOMIE.md").write_text("# stray\n", encoding="utf-8")
+    work = tmp_path / "work" / "v"
+    work.mkdir(parents=True)
+    (work / "n.md").write_text("x\n", encoding="utf-8")
+    assert resolve_vault(None, str(work / "n.md"), {}, cwd=work) == work
+    assert resolve_vault(None, None, {}, cwd=work) == work / "vault"  # nothing found: ./vault, said missing

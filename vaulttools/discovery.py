@@ -15,7 +15,8 @@ The rule, the same for every command (README, "The commands"):
 Why ``TAXONOMIE.md`` counts for less: it may sit *beside* a vault (this repository keeps it beside
 ``vault/``, which holds ``.obsidian/``; `vaulttools.taxonomy.find_taxonomy` looks there), and a stray one in
 an upper folder (``/tmp/TAXONOMIE.md``) must not turn that whole folder into the vault. So it marks a vault
-only where the user is: the folder they named, or a folder they are working in. A folder Obsidian opened
+only where the user is: the folder they named, or a folder they are working in (never, from below, the
+file system's root, the home folder or the temporary folder). A folder Obsidian opened
 (``.obsidian/``) or one configured for vaulttools is a vault for sure, wherever it is. In the real GrasBot
 vault, which has only its ``TAXONOMIE.md``, ``vaulttools lint 20-Competences/rust.md`` works from inside it.
 A vault whose taxonomy sits beside it and that holds neither ``.obsidian/`` nor ``vaulttools.toml`` is
@@ -58,12 +59,27 @@ def find_vault_above(start: Path, cwd: Path | None = None) -> Path | None:
     for folder in chain:
         if any((folder / marker).exists() for marker in STRONG_MARKERS):
             return start if folder == chain[0] else folder
+    never = _not_vaults()
     for folder in chain:
-        if folder != chain[0] and not here.is_relative_to(folder):
+        if folder != chain[0] and (not here.is_relative_to(folder) or folder in never):
             continue
         if any((folder / marker).exists() for marker in WEAK_MARKERS):
             return start if folder == chain[0] else folder
     return None
+
+
+def _not_vaults() -> set[Path]:
+    """Folders a stray TAXONOMIE.md does not make a vault of when looked for from below: the file system's
+    root, the home folder and the temporary folder (everyone's work happens below them)."""
+    import tempfile
+
+    out = {Path("/").resolve()}
+    for folder in (Path.home, lambda: Path(tempfile.gettempdir())):
+        try:
+            out.add(folder().resolve())
+        except (OSError, RuntimeError, KeyError):
+            pass
+    return out
 
 
 def resolve_vault(vault_option: str | None, path: str | None, env: dict[str, str] | os._Environ | None = None,
