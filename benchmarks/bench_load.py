@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _util  # noqa: E402
 import synth  # noqa: E402
 
-#: DESIGN / issue 2 targets, on the 10k-note vault, whole process.
+#: issue 2 targets, on the 10k-note vault, whole process.
 TARGET_SIZE = 10_000
 TARGET_LOAD = 1.5  # seconds, load + resolve every link
 TARGET_RSS = 150 * _util.MIB

@@ -1,4 +1,4 @@
-"""A re-implementation of the original GrasBot scoring (DESIGN §6 table), as a baseline only.
+"""A re-implementation of the original GrasBot scoring (its published scoring table), as a baseline only.
 
 It reproduces the original's design, including its known defects, so that the benchmark compares the
 new engine against what it replaces: a tokenizer that keeps trailing punctuation and does not stem; an

@@ -12,7 +12,7 @@ the file system. What a vault holds (see `_Plan` and `_body`):
   answers, priority, linked, related as "[[slug]]", updated, visibility with ~2 % private, an unknown
   field now and then) and a few deliberate rule breaks for lint to find;
 - ~300-word French bodies built from fixed word lists and sentence templates, with `##` headings, some
-  `^block-ids`, 5-10 links of every form of DESIGN §4 (~2 % of them broken, some of those naming another
+  `^block-ids`, 5-10 links of every form of docs/links.md (~2 % of them broken, some of those naming another
   note's alias), a table with an escaped pipe, and links inside code that are not links;
 - attachments (png, svg, pdf) in `_attachments/` folders, embedded with `![[name.png]]`;
 - `TAXONOMIE.md` and `README.md` at the root in the GrasBot format (documents, not notes);

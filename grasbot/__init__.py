@@ -1,4 +1,110 @@
 """GrasBot: a deterministic retrieval engine over the public notes of an Obsidian vault, and the API that
-answers a site's visitors from them with a local LLM."""
+answers a site's visitors from them with a local LLM.
+
+The names below are the public API (what `vaulttools` and other tools use; docs/architecture.md says which
+layer each belongs to)::
+
+    from grasbot import Vault, SearchIndex, RetrievalPipeline
+
+    vault = Vault.load("vault")
+    index = SearchIndex.build(vault)
+    retrieval = RetrievalPipeline(index).retrieve("C'est quoi push_swap ?")
+
+Each name is imported from its module on first use (PEP 562), so that `import grasbot.vault` or
+`from grasbot import Note` loads only what it needs: a command that never searches never imports the
+search engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # the data model (grasbot.model)
+    "Heading": "grasbot.model",
+    "LIST_FIELDS": "grasbot.model",
+    "Link": "grasbot.model",
+    "LinkKind": "grasbot.model",
+    "LinkStatus": "grasbot.model",
+    "Note": "grasbot.model",
+    "Problem": "grasbot.model",
+    "Resolution": "grasbot.model",
+    "STR_FIELDS": "grasbot.model",
+    "Span": "grasbot.model",
+    "other_visibility_keys": "grasbot.model",
+    "visible_to_visitors": "grasbot.model",
+    # reading and loading a vault
+    "DEFAULT_EXCLUDE": "grasbot.vault",
+    "LinkChange": "grasbot.vault",
+    "Vault": "grasbot.vault",
+    "DEFAULT_READERS": "grasbot.readers",
+    "Reader": "grasbot.readers",
+    "Readers": "grasbot.readers",
+    "MarkdownReader": "grasbot.markdown.reader",
+    "read_note": "grasbot.markdown.reader",
+    # comparing text
+    "edit_distance": "grasbot.text",
+    "fold": "grasbot.text",
+    "name_key": "grasbot.text",
+    # retrieval
+    "Hit": "grasbot.search.index",
+    "SearchConfig": "grasbot.search.index",
+    "SearchIndex": "grasbot.search.index",
+    "SearchResult": "grasbot.search.index",
+    "note_id": "grasbot.search.index",
+    "tokenize": "grasbot.search.tokenize",
+    # from a question to what the model is given
+    "ContextNote": "grasbot.answer.context",
+    "plan_context": "grasbot.answer.context",
+    "Turn": "grasbot.answer.conversation",
+    "Retrieval": "grasbot.answer.pipeline",
+    "RetrievalLimits": "grasbot.answer.pipeline",
+    "RetrievalPipeline": "grasbot.answer.pipeline",
+    "is_servable": "grasbot.answer.prompt",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grasbot' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from grasbot.answer.context import ContextNote, plan_context
+    from grasbot.answer.conversation import Turn
+    from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
+    from grasbot.answer.prompt import is_servable
+    from grasbot.markdown.reader import MarkdownReader, read_note
+    from grasbot.model import (
+        LIST_FIELDS,
+        STR_FIELDS,
+        Heading,
+        Link,
+        LinkKind,
+        LinkStatus,
+        Note,
+        Problem,
+        Resolution,
+        Span,
+        other_visibility_keys,
+        visible_to_visitors,
+    )
+    from grasbot.readers import DEFAULT_READERS, Reader, Readers
+    from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult, note_id
+    from grasbot.search.tokenize import tokenize
+    from grasbot.text import edit_distance, fold, name_key
+    from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault

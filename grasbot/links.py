@@ -1,6 +1,6 @@
 """Links, headings and block ids of a note, and the resolver that follows a link as Obsidian would.
 
-Extraction (DESIGN §4): wikilinks ``[[Target#Anchor|text]]``, embeds ``![[file.png|300]]``, markdown links
+Extraction (docs/links.md): wikilinks ``[[Target#Anchor|text]]``, embeds ``![[file.png|300]]``, markdown links
 ``[text](Some%20Note.md#H)`` / ``[text](<Some Note.md>)`` and images, ``\\|`` escaped pipes inside tables, and
 ``"[[x]]"`` strings in frontmatter values. Nothing inside fenced code blocks (also inside block quotes and
 callouts) or inline code is a link, a heading or a block id.
@@ -12,9 +12,10 @@ Resolution rules (Obsidian's, made explicit):
 * ``./`` and ``../`` targets, and markdown-link targets, are first tried relative to the linking note;
 * a target with ``/`` matches a file whose vault path equals it or ends with it (``[[b/Note]]`` finds
   ``a/b/Note.md``; an exact path from the vault root wins);
-* a bare name matches by file name; when several files share it the nearest wins: same folder as the
-  linking note, then the fewest folders, then the shortest path, then alphabetical order; the link is then
-  AMBIGUOUS and the resolution lists every candidate;
+* a bare name matches by file name; when several files share it, the file whose path from the vault root
+  is that name wins (``[[index]]`` finds ``index.md`` before ``a/b/index.md``), else the nearest: same
+  folder as the linking note, then the fewest folders, then the shortest path, then alphabetical order; the
+  link is then AMBIGUOUS and the resolution lists every candidate;
 * ``#Heading`` / ``#H1#H2`` / ``#^block`` anchors are checked against the target note's headings and block
   ids (headings compared as Obsidian does: case-insensitive, ignoring the characters it strips from
   headings in links and collapsing white space); anchors on non-note files (``#page=3``, image options)
@@ -27,15 +28,15 @@ from __future__ import annotations
 import operator
 import posixpath
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 
-from grasbot.markdown.frontmatter import _STR_CACHE, ParsedFile, make_span, share
-
+from grasbot.markdown.body import has_comment, mask_code, without_comments
+from grasbot.markdown.frontmatter import ParsedFile, make_span
 from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
+from grasbot.text import name_key, name_key_fast, share, share_any
 
-_share = _STR_CACHE.setdefault
+_share = share_any
 # (the sharing caches are emptied after a load: see grasbot.markdown.frontmatter.clear_caches)
 # Link, Heading and Resolution are named tuples: building them from a tuple skips a Python-level __new__
 _new = tuple.__new__
@@ -50,11 +51,9 @@ __all__ = [
     "unquote",
     "mask_code",
     "without_comments",
-    "comment_spans",
-    "name_key",
-    "name_key_fast",
     "heading_key",
     "link_key",
+    "cached_link_key",
     "AnchorTable",
     "Resolver",
 ]
@@ -63,9 +62,6 @@ __all__ = [
 
 # Every pattern starts with a literal so that `re` can skip ahead with a fast scan; what a lookbehind
 # would check (a preceding backslash or `!`) is checked by hand on the few matches.
-# (written "```*" and not "`{3,}": only a plain literal prefix gets the fast scan)
-_BACKTICK_FENCE_RE = re.compile(r"(````*)([^\n]*)")
-_TILDE_FENCE_RE = re.compile(r"(~~~~*)([^\n]*)")
 # [[...]]: the content holds no bracket and no line break.
 _WIKI_RE = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # [text](dest "title") / [text](<dest>); text may hold one level of brackets; dest may hold balanced ().
@@ -86,126 +82,6 @@ _BLOCK_RE = re.compile(r"\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)
 # as a block id in the help vault, and Obsidian embeds it.
 _BLOCK_BEFORE = frozenset(" \t\n])")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def _blank_keep_lines(chunk: str) -> str:
-    if "\n" not in chunk:
-        return " " * len(chunk)
-    return "\n".join(" " * len(part) for part in chunk.split("\n"))
-
-
-def _fence_spans(body: str) -> list[tuple[int, int]]:
-    """(start, end) of every fenced code block, fences included; an unclosed fence runs to the end."""
-    spans: list[tuple[int, int]] = []
-    open_char = ""
-    open_len = 0
-    open_at = 0
-    matches: list[re.Match[str]] = []
-    if "```" in body:
-        matches.extend(_BACKTICK_FENCE_RE.finditer(body))
-    if "~~~" in body:
-        matches.extend(_TILDE_FENCE_RE.finditer(body))
-        matches.sort(key=lambda m: m.start())
-    for m in matches:
-        start = m.start()
-        line_start = body.rfind("\n", 0, start) + 1
-        if start > line_start and body[line_start:start].strip(" \t>"):
-            continue  # not at the start of a line (block quote markers and indentation allowed)
-        fence, info = m.group(1), m.group(2)
-        if not open_char:
-            if fence[0] == "`" and "`" in info:
-                continue  # ```foo` is inline code, not a fence
-            open_char, open_len, open_at = fence[0], len(fence), line_start
-        elif fence[0] == open_char and len(fence) >= open_len and not info.strip():
-            spans.append((open_at, m.end()))
-            open_char = ""
-    if open_char:
-        spans.append((open_at, len(body)))
-    return spans
-
-
-# Obsidian comments: `%% … %%` (Obsidian's own) and `<!-- … -->` (HTML), inline or over several lines; an
-# unclosed one runs to the end of the note. Obsidian shows neither when it renders or publishes the note,
-# and its parser takes no link, heading or block id from inside one. Found in the text with its code
-# masked, so that `%%` or `<!--` inside code is text.
-_COMMENT_RE = re.compile(r"%%.*?(?:%%|\Z)|<!--.*?(?:-->|\Z)", re.DOTALL)
-
-
-# A MathJax block `$$ … $$` (closed; inline or over several lines): Obsidian renders it as math, so a
-# `[[x]]` inside is LaTeX text, not a link. (Its text stays in what retrieval and the prompt read.)
-_MATH_RE = re.compile(r"\$\$.+?\$\$", re.DOTALL)
-
-
-def _has_comment(body: str) -> bool:
-    return "%%" in body or "<!--" in body
-
-
-def _code_masked(body: str) -> str:
-    """`body` with fenced code blocks and inline code replaced by spaces (same length, line breaks kept)."""
-    if "```" in body or "~~~" in body:
-        spans = _fence_spans(body)
-        if spans:
-            pieces: list[str] = []
-            last = 0
-            for start, end in spans:
-                pieces.append(body[last:start])
-                pieces.append(_blank_keep_lines(body[start:end]))
-                last = end
-            pieces.append(body[last:])
-            body = "".join(pieces)
-    if "`" in body:
-        body = _INLINE_CODE_RE.sub(_blank_match, body)
-    return body
-
-
-def mask_code(body: str) -> str:
-    """`body` with fenced code blocks, inline code, comments and math blocks replaced by spaces (same
-    length, line breaks kept), so that regexes run on the result find nothing inside them and keep exact
-    offsets."""
-    masked = _code_masked(body)
-    if _has_comment(masked):
-        masked = _COMMENT_RE.sub(_blank_match, masked)
-    if "$$" in masked:
-        masked = _MATH_RE.sub(_blank_match, masked)
-    return masked
-
-
-def without_comments(body: str) -> str:
-    """`body` without its comments (code kept as it is): what a reader of the rendered or published note
-    sees, so what retrieval indexes and the prompt quotes. Comments hold the author's notes to self."""
-    if not _has_comment(body):
-        return body
-    masked = _code_masked(body)
-    if not _has_comment(masked):
-        return body  # `%%` or `<!--` inside code only
-    pieces: list[str] = []
-    last = 0
-    for m in _COMMENT_RE.finditer(masked):
-        pieces.append(body[last : m.start()])
-        last = m.end()
-    pieces.append(body[last:])
-    return "".join(pieces)
-
-
-def comment_spans(body: str) -> list[tuple[int, int]]:
-    """(start, end) offsets in `body` of every comment (`%% … %%` or `<!-- … -->`, delimiters included) that
-    is not inside code: what Obsidian hides. Lint reads its `%% vaulttools-ignore %%` directives from them."""
-    if not _has_comment(body):
-        return []
-    masked = _code_masked(body)
-    return [m.span() for m in _COMMENT_RE.finditer(masked)] if _has_comment(masked) else []
-
-
-# Inline code (CommonMark, within one paragraph), in one pass of `re`: a maximal run of N backticks, then
-# anything but a blank line (a line break followed by another), up to the next maximal run of exactly N.
-# Runs of another length are content; when a blank line comes first, the run is literal text and the
-# search goes on from the next run. (tests/test_links.py checks it against the run-by-run loop it replaces.)
-# (the first backtick comes first, its look-behind after it, so that `re` can scan for it quickly)
-_INLINE_CODE_RE = re.compile(r"(`(?<!``)`*+)(?:[^`\n]++|\n(?!\n)|(?!\1(?!`))`++)*?(?<!`)\1(?!`)")
-
-
-def _blank_match(m: re.Match[str]) -> str:
-    return _blank_keep_lines(m[0])
 
 
 def _split_wiki(content: str) -> tuple[str, str | None, str | None]:
@@ -293,7 +169,7 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     has_block = "^" in body
     if not (has_wiki or has_md or has_heading or has_block):
         return links, headings, set()
-    masked = mask_code(body) if "`" in body or "~~~" in body or "$$" in body or _has_comment(body) else body
+    masked = mask_code(body) if "`" in body or "~~~" in body or "$$" in body or has_comment(body) else body
     # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
     # to local names and does no more than the entry needs.
     count = masked.count
@@ -456,11 +332,6 @@ def frontmatter_entries(parsed: ParsedFile) -> list[LinkEntry] | None:
 
 # -- keys --------------------------------------------------------------------------------------------
 
-_nfc = unicodedata.normalize
-_is_nfc = unicodedata.is_normalized
-
-
-_KEY_CACHE: dict[str, str] = {}
 _HEADING_CACHE: dict[str, str] = {}
 _LINK_KEY_CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 200_000
@@ -471,29 +342,6 @@ def _remember(cache: dict[str, str], text: str, value: str) -> str:
         cache.clear()
     cache[text] = value
     return value
-
-
-def name_key(text: str) -> str:
-    """The comparison form of a name or path: NFC, lower-case."""
-    found = _KEY_CACHE.get(text)
-    if found is not None:
-        return found
-    key = text
-    if not key.isascii() and not _is_nfc("NFC", key):
-        key = _nfc("NFC", key)
-    lower = key.lower()
-    if lower == key:
-        lower = key  # most names are already lower-case: keep the caller's string, not an equal copy
-    return _remember(_KEY_CACHE, text, share(lower))
-
-
-def name_key_fast(text: str) -> str:
-    """`name_key(text)`, an ASCII name (most) answered by its lower case alone, without `name_key`'s cache
-    (for callers that keep their own answer per name, or look at every file once)."""
-    if not text.isascii():
-        return name_key(text)
-    lower = text.lower()
-    return text if lower == text else lower  # (an already lower-case name: the caller's string, not a copy)
 
 
 # Obsidian matches heading anchors loosely: punctuation is ignored on both sides (the help vault links
@@ -515,6 +363,11 @@ def heading_key(text: str) -> str:
         key = _MD_LINK_IN_HEADING_RE.sub(r"\1", key)
     key = _HEADING_STRIP_RE.sub(" ", name_key(key))
     return _remember(_HEADING_CACHE, text, share(_SPACES_RE.sub(" ", key).strip()))
+
+
+#: `link_key(target)` when already computed, else None: the vault's loop over every link of a load asks this
+#: first and calls `link_key` only for a target it has not met (a function call saved per link).
+cached_link_key: Callable[[str], str | None] = _LINK_KEY_CACHE.get
 
 
 def link_key(target: str) -> str:
@@ -623,6 +476,12 @@ class Resolver:
         _discard(self.by_name, name, path)
         _discard(self.by_path, key, path)
 
+    def forget_lookups(self) -> None:
+        """Drop the look-up caches the resolution filled (they are rebuilt on demand, a few entries per
+        update): a load returns their memory before its last allocations."""
+        self._found.clear()
+        self._unique = {}
+
     def add_many(self, entries: Iterable[tuple[str, bool]]) -> None:
         """`add` for many files at once (a whole vault): the same indexes, built by appending in path
         order instead of re-sorting a list per insertion."""
@@ -717,6 +576,13 @@ class Resolver:
         cands, exact = found
         if len(cands) > 1 and not exact:
             cands = tuple(sorted(cands, key=_nearest_order(source_folder)))
+            if "/" not in key:
+                # A bare name that is also a file's exact path from the vault root (`[[index]]` and
+                # `index.md`) means that file, wherever the link is written: Obsidian's link writer puts the
+                # bare name for it (docs/links.md, "How a link is followed"). Still ambiguous: others share it.
+                root = self._exact(key)
+                if root and root[0] != cands[0]:
+                    cands = (*root, *(c for c in cands if c not in root))
         return cands, exact
 
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:

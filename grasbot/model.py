@@ -11,7 +11,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import Enum
+from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from grasbot.markdown.body import without_comments
 
 #: Fields whose value is a list of strings in a GrasBot note.
 LIST_FIELDS: tuple[str, ...] = ("domains", "tags", "aliases", "answers", "linked", "related")
@@ -115,6 +118,11 @@ def links_from_flat(flat: tuple[Any, ...]) -> list[Link]:
     ]
 
 
+#: How a reader computes, when first asked, the frontmatter positions it skipped while reading a note:
+#: (key positions, item positions) of `Note.key_positions` / `Note.item_positions`.
+PositionFinder = Callable[["Note"], tuple[dict[str, Span], dict[str, list[Span]]]]
+
+
 class Note:
     """One Markdown file of the vault.
 
@@ -147,6 +155,7 @@ class Note:
         "problems",
         "_keys",
         "_items",
+        "_find_positions",
         "frontmatter_span",
         "_digest",
         "id",
@@ -196,18 +205,25 @@ class Note:
         # None (only from `_from_utf8`): computed from the text on first access
         self._keys: dict[str, Span] | None = {} if key_positions is None else key_positions
         self._items: dict[str, list[Span]] | None = {} if item_positions is None else item_positions
+        self._find_positions: PositionFinder | None = None
         self.frontmatter_span = frontmatter_span
         self._digest: str | None = digest
         self.id = id
 
     @classmethod
     def _from_utf8(
-        cls, path: str, raw: bytes, body_byte: int, fields: dict[str, Any], digest: str | None, lazy_positions: bool
+        cls,
+        path: str,
+        raw: bytes,
+        body_byte: int,
+        fields: dict[str, Any],
+        digest: str | None,
+        lazy_positions: PositionFinder | None,
     ) -> Note:
         """A note whose text is `raw.decode("utf-8")` and whose body starts at byte `body_byte` (for
         `grasbot.vault`, which already holds the bytes: no str copy is kept). `digest` None: computed
-        from `raw` on first access. `lazy_positions`: key and item positions are computed from the text
-        when first read (only lint reads them)."""
+        from `raw` on first access. `lazy_positions`: key and item positions are computed when first
+        read (only lint reads them), by this function of the reader that made the note."""
         # (slots set directly, not through __init__ and the body setter: a load builds one per file)
         note = cls.__new__(cls)
         note.path = path
@@ -222,11 +238,12 @@ class Note:
         note._links = fields["links"]
         note._link_entries = fields["link_entries"]
         note.problems = fields["problems"]
-        if lazy_positions:
+        if lazy_positions is not None:
             note._keys = note._items = None
         else:
             note._keys = fields["key_positions"]
             note._items = fields["item_positions"]
+        note._find_positions = lazy_positions
         note.frontmatter_span = fields["frontmatter_span"]
         note._digest = digest
         note.id = ""
@@ -260,11 +277,9 @@ class Note:
 
     # -- frontmatter positions -------------------------------------------------------------------------
     def _positions(self) -> None:
-        from grasbot.markdown.frontmatter import parse_text  # grasbot.markdown.frontmatter imports this module
-
-        parsed = parse_text(self.text, self.path)
-        self._keys = parsed.key_positions
-        self._items = parsed.item_positions
+        # (the reader that skipped them computes them: this module knows no file format)
+        self._keys, self._items = self._find_positions(self)  # type: ignore[misc]
+        self._find_positions = None
 
     @property
     def key_positions(self) -> dict[str, Span]:
@@ -322,8 +337,6 @@ class Note:
         """The body as a reader of the rendered or published note sees it: without its comments
         (`%% … %%`, `<!-- … -->`; code is kept). What retrieval indexes and what the prompt quotes: the
         author's notes to self inside comments never reach a visitor."""
-        from grasbot.links import without_comments  # (here: links imports this module)
-
         return without_comments(self.body)
 
     @body.setter

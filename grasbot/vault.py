@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import gc
-import hashlib
 import os
 import stat
 import threading
@@ -20,31 +19,19 @@ import weakref
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.markdown.frontmatter import clear_caches, parse_bytes
-from grasbot.links import (
-    _KEY_CACHE,
-    _LINK_KEY_CACHE,
-    _NO_BLOCKS,
-    AnchorTable,
-    Resolver,
-    frontmatter_entries,
-    frontmatter_links,
-    link_key,
-    links_from_entries,
-    name_key,
-    name_key_fast,
-    scan_body,
-)
+from grasbot.links import AnchorTable, Resolver, cached_link_key, link_key
+from grasbot.markdown.frontmatter import clear_caches
 from grasbot.model import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
+from grasbot.readers import DEFAULT_READERS, Reader, Readers
+from grasbot.text import clear_name_keys, name_key, name_key_fast
 
 #: Paths (vault-relative, POSIX) or path parts that are never notes. Hidden folders (name starting with
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
 DEFAULT_EXCLUDE: tuple[str, ...] = (".obsidian", ".trash", "README.md", "TAXONOMIE.md", "templates")
 
-__all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault", "read_note"]
+__all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault"]
 
 # Prefix of reverse-index keys that record "this broken link's text may equal an alias".
 _ALIAS = "\0"
@@ -58,52 +45,6 @@ class LinkChange:
 
     changed: set[str] = field(default_factory=set)  # notes (re)read or removed
     relinked: set[str] = field(default_factory=set)  # other notes whose resolutions changed
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_BAD_BYTES = frozenset(("not-utf8", "binary"))
-
-
-def read_note(rel: str, raw: bytes) -> Note:
-    """Build a Note from a file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
-    parsed = parse_bytes(raw, rel, positions=False)
-    entries, headings, blocks = scan_body(parsed.body, parsed.body_line)
-    if not blocks:
-        blocks = _NO_BLOCKS  # type: ignore[assignment]  # one shared empty set instead of one per note (216 bytes)
-    links: list[Link] | None = None
-    if parsed.string_values:
-        fm_entries = frontmatter_entries(parsed)
-        if fm_entries is None:  # a link placed on a multi-line value: keep Link objects for this note
-            links = frontmatter_links(parsed) + links_from_entries(entries)
-        elif fm_entries:
-            entries = fm_entries + entries
-    fields = {
-        "meta": parsed.meta,
-        "body_line": parsed.body_line,
-        "has_frontmatter": parsed.has_frontmatter,
-        "headings": headings,
-        "block_ids": blocks,
-        "links": links,
-        "link_entries": tuple(chain.from_iterable(entries)) if links is None else None,
-        "problems": parsed.problems,
-        "key_positions": parsed.key_positions,
-        "item_positions": parsed.item_positions,
-        "frontmatter_span": parsed.frontmatter_span,
-    }
-    text = parsed.text
-    problems = parsed.problems
-    if text and not raw.startswith(_UTF8_BOM) and not (problems and any(p.code in _BAD_BYTES for p in problems)):
-        # the text is exactly raw.decode(): keep the bytes only (see Note), digest computed on demand
-        head = text[: parsed.body_start]
-        body_byte = len(head) if head.isascii() else len(head.encode("utf-8"))
-        return Note._from_utf8(rel, raw, body_byte, fields, None, parsed.positions_skipped)
-    link_entries = fields.pop("link_entries")
-    note = Note(rel, text, body=parsed.body, digest=hashlib.blake2b(raw, digest_size=16).hexdigest(), **fields)
-    if link_entries is not None:
-        note._links, note._link_entries = None, link_entries
-    if parsed.positions_skipped:  # computed from the text on first access, as for the common case
-        note._keys = note._items = None
-    return note
 
 
 _OK = LinkStatus.OK
@@ -209,10 +150,6 @@ def _aliases_of(notes: list[Note]) -> Iterator[tuple[str, list[str]]]:
             yield note.path, aliases
 
 
-def _is_note_name(name: str) -> bool:
-    return name[-3:].lower() == ".md"
-
-
 class Vault:
     """A loaded vault: notes by path, attachment files, link resolutions and the link graph.
 
@@ -224,9 +161,13 @@ class Vault:
     files: set[str]  # every non-note file (attachments), vault-relative
     problems: list[Problem]  # problems that belong to no note (symlink loop, unreadable folder, ...)
 
-    def __init__(self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> None:
+    def __init__(
+        self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, readers: Readers = DEFAULT_READERS
+    ) -> None:
         self.root = root
         self.exclude = tuple(exclude)
+        #: which files are notes and how each is read (grasbot.readers); every other file is an attachment
+        self.readers = readers
         # names (no "/") match any path part; entries with "/" match a vault-relative path prefix
         self._exclude_names = frozenset(name_key(e.strip("/")) for e in exclude if "/" not in e.strip("/"))
         self._exclude_paths = tuple(name_key(e.strip("/")) for e in exclude if "/" in e.strip("/"))
@@ -254,9 +195,12 @@ class Vault:
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
-    def load(cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE) -> Vault:
-        """Read every note under `root`. Never raises on a bad file; raises FileNotFoundError /
-        NotADirectoryError with a clear message when `root` itself is missing or not a folder."""
+    def load(
+        cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, readers: Readers = DEFAULT_READERS
+    ) -> Vault:
+        """Read every note under `root` (the files one of `readers` claims; the others are attachments).
+        Never raises on a bad file; raises FileNotFoundError / NotADirectoryError with a clear message
+        when `root` itself is missing or not a folder."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"vault folder not found: {root}")
@@ -267,13 +211,14 @@ class Vault:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            vault = cls._load(root.resolve(), exclude)
+            vault = cls._load(root.resolve(), exclude, readers)
         finally:
             if gc_was_enabled:
                 gc.enable()
-        # The notes live as long as the vault and hold no garbage cycles: move them out of the
-        # collector's sight, or every later full collection (triggered by any allocation burst, such as
-        # an update) rescans millions of objects and one update takes half a second instead of 1 ms.
+        # The notes live as long as the vault and hold no garbage cycles: move them out of the collector's
+        # sight, or every later full collection (triggered by any allocation burst, such as an update) rescans
+        # millions of objects and one update takes hundreds of times longer (benchmarks/README.md, "Figures
+        # behind the code").
         # gc.freeze() also freezes whatever garbage cycles exist at this moment (and the vault's own, if any):
         # frozen objects are never collected. So that a long-running process that reloads the vault often
         # does not leak, everything is unfrozen again when this vault is dropped; the next full
@@ -285,12 +230,14 @@ class Vault:
         return vault
 
     @classmethod
-    def _load(cls, root: Path, exclude: tuple[str, ...]) -> Vault:
-        vault = cls(root, exclude)
+    def _load(cls, root: Path, exclude: tuple[str, ...], readers: Readers) -> Vault:
+        vault = cls(root, exclude, readers)
         notes: list[Note] = []
+        reader_for = readers.reader_for
         for rel, full in vault._walk():
-            if _is_note_name(rel):
-                note = vault._read(rel, full)
+            reader = reader_for(rel)
+            if reader is not None:
+                note = vault._read(rel, full, reader)
                 if note is not None:
                     notes.append(note)
             else:
@@ -319,12 +266,12 @@ class Vault:
         vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
-        resolver._found.clear()
-        resolver._unique = {}
-        _KEY_CACHE.clear()
+        resolver.forget_lookups()
+        clear_name_keys()
         clear_caches()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
-        # (`prepare_updates`), ~10% of a 10k load and ~4 MiB that a one-shot command never uses.
+        # (`prepare_updates`): a tenth of a load's time and some MiB that a one-shot command never uses
+        # (benchmarks/README.md, "Figures behind the code").
         vault._reverse_ready = False
         return vault
 
@@ -335,6 +282,12 @@ class Vault:
             if rel_key == prefix or rel_key.startswith(prefix + "/"):
                 return True
         return False
+
+    def note_files(self) -> list[str]:
+        """The vault paths of the files this vault's readers would read, sorted, from a folder walk alone
+        (no file is opened): what a screen can show before the notes are read. Same exclusions as `load`."""
+        reader_for = self.readers.reader_for
+        return sorted(rel for rel, _ in self._walk() if reader_for(rel) is not None)
 
     def _walk(self, start: str = "") -> Iterator[tuple[str, str]]:
         """(vault-relative path, absolute path) of every non-excluded file, following folder symlinks once."""
@@ -409,8 +362,8 @@ class Vault:
                 message = f"not readable: {exc.strerror or exc}"
         self.problems.append(Problem(rel, 1, 1, message, "unreadable"))
 
-    def _read(self, rel: str, full: str) -> Note | None:
-        """Read one note file; a file that cannot be read becomes a problem (and no note) or a note
+    def _read(self, rel: str, full: str, reader: Reader) -> Note | None:
+        """Read one note file with its reader; a file that cannot be read becomes a problem (and no note) or a note
         carrying the problem, never an exception."""
         try:
             # O_NONBLOCK: a FIFO that appeared under a note's name must not block the scan forever
@@ -431,10 +384,10 @@ class Vault:
                 self.problems.append(Problem(rel, 1, 1, "symbolic link loop: skipped", "unreadable"))
                 return None
             # it exists (Obsidian lists it, links to it resolve) but we cannot read it
-            note = read_note(rel, b"")
+            note = reader.read(rel, b"")
             note.problems[:] = [Problem(rel, 1, 1, f"file not readable: {exc.strerror or exc}", "unreadable")]
             return note
-        return read_note(rel, raw)
+        return reader.read(rel, raw)
 
     # -- ids -------------------------------------------------------------------------------------------
     @staticmethod
@@ -552,7 +505,7 @@ class Vault:
             path = note.path
             flat = note._link_entries
             odd: list[Resolution] = []
-            if flat is None:  # a note that keeps Link objects (see read_note): the general path
+            if flat is None:  # a note that keeps Link objects (see grasbot.markdown.reader.read_note): the general path
                 compact = resolver.resolve_compact(note.links, path, self._anchor_table, likely=False)
                 odd = [r for r in compact if r.__class__ is not str]  # type: ignore[misc]
             elif not flat:
@@ -642,7 +595,7 @@ class Vault:
         """Build what only updates and backlinks need, if a load left it to be built: the backlinks, the
         reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
         nothing depends on it being called; a long-running consumer calls it once after `load` so that its
-        first update is as quick as the next (on 10k notes: ~0.2 s once, then ~1 ms per update)."""
+        first update is as quick as the next (the figures: benchmarks/README.md, load)."""
         if self._reverse_ready:
             return
         with self._prepare_lock:
@@ -703,7 +656,7 @@ class Vault:
         self._res[path] = resolutions
         out: set[str] = set()
         keys: set[str] = set()
-        key_cache = _LINK_KEY_CACHE
+        key_cache = cached_link_key
         broken = LinkStatus.BROKEN
         for link, res in zip(note.links, resolutions):
             target = link[1]
@@ -714,7 +667,7 @@ class Vault:
                 if target and res.status is broken:  # type: ignore[union-attr]
                     keys.add(_ALIAS + name_key(target.strip()))
             if target:
-                key = key_cache.get(target)
+                key = key_cache(target)
                 keys.add(key if key is not None else link_key(target))
             if tp is not None and tp != path:
                 out.add(tp)
@@ -882,9 +835,10 @@ class Vault:
             return change
         if not full.exists() and not full.is_symlink():
             return self.remove_file(rel)
-        if not _is_note_name(rel):
+        reader = self.readers.reader_for(rel)
+        if reader is None:
             return self._update_attachment(rel)
-        note = self._read(rel, str(full))
+        note = self._read(rel, str(full), reader)
         if note is None:  # vanished or a link loop: the problem is recorded, the old note is gone
             return self.remove_file(rel)
         return self._replace_note(note)

@@ -7,9 +7,11 @@ thread on 127.0.0.1 with a socket bound to a free port; every log record emitted
 
 from __future__ import annotations
 
+import atexit
 import logging
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -26,6 +28,7 @@ import uvicorn
 from grasbot.service.api import create_app
 from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.service.settings import Settings
+from grasbot.service.state import lock_path
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector
 
@@ -44,7 +47,9 @@ __all__ = [
     "run_server",
     "service_settings",
     "service_vault",
+    "sse_blocks",
     "sse_events",
+    "state_dir_for_tests",
     "write_note",
 ]
 
@@ -144,9 +149,9 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     finally:
         if running is not None:
             running.stop()
-            stamp = running.service.stamp_path  # the reload stamp in the temp dir, and its lock
+            stamp = running.service.stamp_path  # the reload stamp in the state folder, and its lock
             stamp.unlink(missing_ok=True)
-            stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
+            lock_path(stamp).unlink(missing_ok=True)
         sock.close()
         root.removeHandler(capture)
         for name, level in levels.items():
@@ -166,13 +171,30 @@ def wait_for_health(client: httpx.Client, proc: Any, log_path: Path, timeout: fl
             time.sleep(0.1)
 
 
+_STATE_DIR: Path | None = None
+
+
+def state_dir_for_tests() -> Path:
+    """The private state folder of this test run's servers (one per process, never the user's own)."""
+    global _STATE_DIR
+    if _STATE_DIR is None:
+        _STATE_DIR = Path(tempfile.mkdtemp(prefix="grasbot-test-state-"))
+        atexit.register(shutil.rmtree, _STATE_DIR, True)
+    return _STATE_DIR
+
+
 def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
-    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama."""
+    """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama, a state
+    folder of the test run's own."""
     base = Settings.from_env(environ={}, env_file=None)
     values: dict[str, Any] = {
         "ollama_url": fake.url if fake is not None else "http://127.0.0.1:9",
         "llm_timeout": 10.0,
         "llm_connect_timeout": 1.0,
+        "state_dir": state_dir_for_tests(),
+        # Every test request comes from 127.0.0.1: the limits have tests of their own (test_replicas.py)
+        "rate_limit": 0,
+        "max_generations": 0,
     }
     values.update(overrides)
     return base.with_overrides(**values)
@@ -198,22 +220,37 @@ def write_note(root: Path, rel: str, meta: str, body: str) -> Path:
     return path
 
 
+def sse_blocks(text: str) -> list[dict[str, Any]]:
+    """Every block of a Server-Sent Events body as {field: value} (`data` lines joined, comments under
+    ":"), in order, as the wire has them: the opening `retry:`/`id:` block and keep-alive comments too."""
+    blocks: list[dict[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip("\n"):
+            continue
+        fields: dict[str, Any] = {}
+        for line in block.split("\n"):
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data" and "data" in fields:
+                fields["data"] += "\n" + value
+            elif name == "":
+                fields[":"] = fields.get(":", []) + [value]
+            else:
+                fields[name] = value
+        blocks.append(fields)
+    return blocks
+
+
 def sse_events(text: str) -> list[tuple[str, Any]]:
-    """Parse a Server-Sent Events body into (event, decoded JSON data) pairs."""
+    """The events a browser would dispatch from a Server-Sent Events body: (event, decoded JSON data)
+    pairs; blocks without data (the opening `retry:`, keep-alive comments) dispatch nothing."""
     import json
 
-    events: list[tuple[str, Any]] = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        if not block.strip():
-            continue
-        event, data = "message", []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip())
-        events.append((event, json.loads("\n".join(data)) if data else None))
-    return events
+    return [
+        (block.get("event", "message"), json.loads(block["data"]))
+        for block in sse_blocks(text)
+        if "data" in block
+    ]
 
 
 @pytest.fixture

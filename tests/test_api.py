@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grasbot.service.api import reload_stamp_path
+from grasbot.service.state import lock_path, reload_stamp_path
 from grasbot.vault import Vault
 from tests.fake_ollama import FakeOllama
 from tests.service_fixtures import *  # noqa: F403
@@ -23,6 +23,7 @@ from tests.service_fixtures import (
     run_server,
     service_settings,
     sse_events,
+    state_dir_for_tests,
     wait_for_health,
     write_note,
 )
@@ -54,7 +55,7 @@ def fake(shared_fake: FakeOllama) -> FakeOllama:
 
 @pytest.fixture
 def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client]:
-    shared_server.service.memory.clear()
+    shared_server.service.memory.inner.clear()  # (the in-process memory: no Redis here)
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
 
@@ -167,24 +168,24 @@ def test_bad_ids_are_422(api: httpx.Client, fake: FakeOllama, param: str) -> Non
 
 def test_memory_is_per_session(api: httpx.Client, fake: FakeOllama) -> None:
     fake.script(reply="Première réponse sur Rust [rust].")
-    api.get("/ask", params={"q": RUST, "session_id": "alice"})
+    alice_id = api.get("/ask", params={"q": RUST}).json()["session_id"]
     fake.script(reply="Suite.")
-    api.get("/ask", params={"q": "Et avec quels outils ?", "session_id": "alice"})
+    again = api.get("/ask", params={"q": "Et avec quels outils ?", "session_id": alice_id}).json()
+    assert again["session_id"] == alice_id  # an issued id goes on
     alice = fake.chat_requests()[-1]["messages"]
     assert [m["role"] for m in alice] == ["system", "user", "assistant", "user"]
     assert alice[1]["content"] == RUST and alice[2]["content"] == "Première réponse sur Rust [rust]."
-    api.get("/ask", params={"q": "Et avec quels outils ?", "session_id": "bob"})
+    bob_id = api.get("/ask", params={"q": "Et avec quels outils ?"}).json()["session_id"]
     bob = fake.chat_requests()[-1]["messages"]
-    assert [m["role"] for m in bob] == ["system", "user"]
+    assert [m["role"] for m in bob] == ["system", "user"] and bob_id != alice_id
     assert "Première réponse" not in str(bob)
-    api.get("/ask", params={"q": "Et avec quels outils ?"})
-    assert len(fake.chat_requests()[-1]["messages"]) == 2  # no session: no memory
 
 
 def test_memory_keeps_the_last_four_turns(api: httpx.Client, fake: FakeOllama) -> None:
+    session = None
     for i in range(6):
         fake.script(reply=f"réponse {i}")
-        api.get("/ask", params={"q": f"{RUST} ({i})", "session_id": "long"})
+        session = api.get("/ask", params={"q": f"{RUST} ({i})"} | ({"session_id": session} if session else {})).json()["session_id"]
     messages = fake.chat_requests()[-1]["messages"]
     assert [m["content"] for m in messages if m["role"] == "assistant"] == ["réponse 1", "réponse 2", "réponse 3", "réponse 4"]
 
@@ -193,7 +194,7 @@ def test_memory_keeps_the_last_four_turns(api: httpx.Client, fake: FakeOllama) -
 def test_stream_events(api: httpx.Client, fake: FakeOllama) -> None:
     reply = "Aurèle écrit un collecteur en Rust [collecte-telemetrie-solaire] et des outils [rust]."
     fake.script(reply=reply)
-    with api.stream("GET", "/ask/stream", params={"q": RUST, "session_id": "s"}) as r:
+    with api.stream("GET", "/ask/stream", params={"q": RUST}) as r:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r.read().decode())
@@ -222,9 +223,10 @@ def test_stream_error_mid_stream_closes_with_error_event(api: httpx.Client, fake
 
 def test_failed_answer_is_not_remembered(api: httpx.Client, fake: FakeOllama) -> None:
     fake.script(fail_status=500)
-    api.get("/ask", params={"q": RUST, "session_id": "oops"})
+    failed = api.get("/ask", params={"q": RUST})
+    assert failed.status_code == 502 and failed.json()["session_id"]  # error bodies carry the id too
     fake.script(reply="ok")
-    api.get("/ask", params={"q": RUST, "session_id": "oops"})
+    api.get("/ask", params={"q": RUST, "session_id": failed.json()["session_id"]})
     assert len(fake.chat_requests()[-1]["messages"]) == 2
 
 
@@ -242,7 +244,8 @@ def test_unreachable_llm_is_503_with_sources() -> None:
             assert body["error"] == "llm_unavailable"
             assert body["sources"][0]["slug"] == "rust" and body["grounded"] is True and body["trace_id"]
             events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
-            assert [e for e, _ in events] == ["sources", "error"] and events[-1][1]["status"] == 503
+            assert [e for e, _ in events] == ["sources", "failed", "error"] and events[-1][1]["status"] == 503
+            assert events[1][1] == events[2][1]  # `error`: the deprecated name, for clients written before `failed`
             health = client.get("/health").json()
             assert health["llm"]["reachable"] is False and health["status"] == "degraded"
 
@@ -255,7 +258,7 @@ def test_slow_llm_is_504(fake_ollama: FakeOllama) -> None:
         assert r.status_code == 504
         assert r.json()["error"] == "llm_timeout" and r.json()["sources"]
         events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
-        assert events[-1][0] == "error" and events[-1][1]["status"] == 504
+        assert [e for e, _ in events][-2:] == ["failed", "error"] and events[-1][1]["status"] == 504
 
 
 def test_llm_error_statuses(api: httpx.Client, fake: FakeOllama) -> None:
@@ -393,8 +396,9 @@ def test_feedback_validation(api: httpx.Client, payload: dict[str, object]) -> N
     [
         b'{"trace_id":"\xff","value":1}',  # not UTF-8
         b'{"trace_id":"' + "é".encode("latin-1") * 32 + b'","value":1}',  # Latin-1, not UTF-8
-        b"[" * 100_000,  # nested beyond what the JSON decoder accepts
+        b"[" * 10_000,  # nested beyond what the JSON decoder accepts (and under MAX_BODY_BYTES)
     ],
+    ids=["not-utf8", "latin1", "deep"],
 )
 def test_unreadable_body_is_422_invalid_request(api: httpx.Client, body: bytes) -> None:
     r = api.post("/feedback", content=body, headers={"Content-Type": "application/json"})
@@ -427,6 +431,7 @@ def test_unreadable_request_is_json_400(shared_server: RunningServer) -> None:
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 400 "), answer[:200]
         assert b"content-type: application/json" in head.lower()
+        assert b"access-control-allow-origin: *" in head.lower()  # a page (its EventSource) can read it
         assert json.loads(body) == {
             "error": "bad_http_request",
             "message": "the HTTP request could not be read: malformed, or its URL and headers are over 64 KiB",
@@ -551,8 +556,8 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     import sys
 
     port = closed_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
-    env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(tmp_path / "nowhere"))
+    env = serve_env()
+    env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(tmp_path / "nowhere"), GRASBOT_RELOAD_TOKEN="tok-serve")
     cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), "--workers", "2"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -560,7 +565,8 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as client:
             while True:
                 try:
-                    health = client.get("/health").json()
+                    # (the vault's folder is a detail for a caller with the reload token)
+                    health = client.get("/health", headers={"Authorization": "Bearer tok-serve"}).json()
                     break
                 except httpx.HTTPError:
                     assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
@@ -601,7 +607,7 @@ def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="GRASBOT_RELOAD_TOKEN"):  # however the settings are built
         Settings.from_env(environ={}, env_file=None).with_overrides(reload_token="")
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env = serve_env()
     cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(closed_port())]
     run = subprocess.run(cmd, env={**env, "GRASBOT_RELOAD_TOKEN": ""}, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
@@ -609,10 +615,23 @@ def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
 
 
 def forget_reloads(vault: Path) -> None:
-    """Remove the reload stamp (and its lock) that the servers of `vault` share in the temp folder."""
-    stamp = reload_stamp_path(vault)
+    """Remove the reload stamp (and its lock) that the servers of `vault` share in the tests' state folder."""
+    stamp = reload_stamp_path(vault, state_dir_for_tests())
     stamp.unlink(missing_ok=True)
-    stamp.with_name(f"{stamp.name}.lock").unlink(missing_ok=True)
+    lock_path(stamp).unlink(missing_ok=True)
+
+
+def serve_env(**extra: str) -> dict[str, str]:
+    """The environment of a `grasbot serve` started by a test: none of the user's LANGFUSE_/GRASBOT_
+    variables, and the tests' private state folder."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "UVICORN_"))}
+    env["GRASBOT_STATE_DIR"] = str(state_dir_for_tests())
+    # Every test request comes from 127.0.0.1: the limits have tests of their own (tests/test_replicas.py)
+    env["GRASBOT_RATE_LIMIT"] = env["GRASBOT_MAX_GENERATIONS"] = "0"
+    env.update(extra)
+    return env
 
 
 def start_and_log(cmd: list[str], env: dict[str, str], log_path: Path, port: int, reload: bool = True) -> str:
@@ -634,7 +653,7 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
     import os
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
+    env = serve_env()
     env.update(OLLAMA_URL=fake_ollama.url)
     forget_reloads(SAMPLE_VAULT)  # versions follow the vault's reload stamp: start from a fresh one
     port = closed_port()
@@ -661,7 +680,7 @@ def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_o
     import os
     import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "UVICORN_"))}
+    env = serve_env()
     env.update(OLLAMA_URL=fake_ollama.url, VAULT_DIR=str(SAMPLE_VAULT))
     port = closed_port()
     cmd = [sys.executable, "-m", "uvicorn", "--factory", "grasbot.service.api:create_app", "--port", str(port), "--log-level", "info"]
@@ -678,8 +697,8 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
     import sys
 
     port = closed_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
-    env.update(OLLAMA_URL=fake_ollama.url)
+    env = serve_env(OLLAMA_URL=fake_ollama.url, GRASBOT_RELOAD_TOKEN="tok-workers")
+    auth = {"Authorization": "Bearer tok-workers"}  # the worker's pid is a detail for a caller with the token
     cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(service_vault), "--port", str(port), "--workers", "2", "--log-level", "warning"]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -687,7 +706,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
         # A fresh connection per request, so the kernel spreads them over both workers.
         def health() -> dict:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as c:
-                return c.get("/health").json()
+                return c.get("/health", headers=auth).json()
 
         while True:
             try:
@@ -702,7 +721,7 @@ def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, 
             pids.add(health()["worker_pid"])
         write_note(service_vault, "10-Projets/tout-neuf.md", "title: Tout neuf\nslug: tout-neuf\ntype: projet\nvisibility: public", "Neuf.")
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5, trust_env=False) as c:
-            assert c.post("/reload-vault").json()["added"] == ["tout-neuf"]
+            assert c.post("/reload-vault", headers=auth).json()["added"] == ["tout-neuf"]
         updated: set[int] = set()
         deadline = time.monotonic() + 20
         while updated != pids:  # bounded poll: every worker ends up on the new vault
@@ -721,8 +740,7 @@ def test_client_leaving_a_stream_does_not_hang_the_server(fake_ollama: FakeOllam
     with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
         with httpx.Client(base_url=server.url, timeout=10, trust_env=False) as client:
             with client.stream("GET", "/ask/stream", params={"q": RUST}) as r:
-                lines = r.iter_lines()
-                assert next(lines) == "event: sources"
+                assert "event: sources" in r.iter_lines()  # (reads up to the first event)
             # The visitor left after the first event; the server keeps answering others at once.
             fake_ollama.script(reply="ok")
             assert client.get("/ask", params={"q": RUST}).json()["response"] == "ok"
@@ -759,8 +777,9 @@ def test_visitors_leaving_streams_close_the_upstream_connections(fake_ollama: Fa
     # 200 words, 0.2 s apart: 40 s to read to the end, far beyond the waits below.
     fake_ollama.script(reply=" ".join(f"mot{i}" for i in range(200)), delay=0.5, chunk_delay=0.2)
     with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
+        probing = fake_ollama.open_connections  # the start-up probe's keep-alive connection (as after /health)
         _leave_streams_after_first_token(server.url, count)
-        assert fake_ollama.wait_until(lambda f: f.chats_in_progress == 0 and f.open_connections == 0, timeout=5), (
+        assert fake_ollama.wait_until(lambda f: f.chats_in_progress == 0 and f.open_connections <= probing, timeout=5), (
             f"{fake_ollama.chats_in_progress} chats still being read, {fake_ollama.open_connections} connections open"
         )
         assert fake_ollama.abandoned_chats == count
@@ -781,9 +800,10 @@ def test_visitor_leaving_a_plain_ask_cancels_the_generation(fake_ollama: FakeOll
     instead of running to the end for nobody."""
     fake_ollama.script(reply="trop tard", delay=30)
     with run_server(service_settings(fake_ollama, llm_timeout=60.0), SAMPLE_VAULT) as server:
+        probing = fake_ollama.open_connections  # the start-up probe's keep-alive connection (as after /health)
         with pytest.raises(httpx.ReadTimeout):
             httpx.get(f"{server.url}/ask", params={"q": RUST}, timeout=httpx.Timeout(1.0), trust_env=False)
-        assert fake_ollama.wait_until(lambda f: f.abandoned_chats == 1 and f.open_connections == 0, timeout=5), (
+        assert fake_ollama.wait_until(lambda f: f.abandoned_chats == 1 and f.open_connections <= probing, timeout=5), (
             f"the fake still answers {fake_ollama.chats_in_progress} chats"
         )
         assert fake_ollama.wait_until(lambda _: not server.service._tasks, timeout=2)

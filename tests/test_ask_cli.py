@@ -1,4 +1,4 @@
-"""`vaulttools ask`: the table, the JSON of DESIGN §10, and the user errors (exit 2)."""
+"""`vaulttools ask`: the table, the JSON of docs/architecture.md, and the user errors (exit 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Link extraction (every form of DESIGN §4), headings, block ids, and the resolver's rules."""
+"""Link extraction (every form of docs/links.md), headings, block ids, and the resolver's rules."""
 
 from __future__ import annotations
 
@@ -356,7 +356,7 @@ def _inline_code_spans_reference(text: str) -> list[tuple[int, int]]:
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(st.sampled_from(_CODE_BITS), max_size=30).map("".join))
 def test_inline_code_pattern_matches_the_reference(text: str) -> None:
-    from grasbot.links import _INLINE_CODE_RE
+    from grasbot.markdown.body import _INLINE_CODE_RE
 
     assert [m.span() for m in _INLINE_CODE_RE.finditer(text)] == _inline_code_spans_reference(text)
 

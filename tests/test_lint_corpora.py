@@ -103,7 +103,7 @@ def test_obsidian_help_vaults_have_no_false_broken_link():
         if name == "obsidian-help-en":
             assert others == []
         else:
-            # a link written with another note's alias: Obsidian does not resolve aliases either (DESIGN §4);
+            # a link written with another note's alias: Obsidian does not resolve aliases either (docs/links.md);
             # the message says which note has that alias and how to write the link
             assert len(others) == 1 and "is an alias of Obsidian Web Clipper/Interpréteur.md" in others[0].message
         # no taxonomy: only structural rules

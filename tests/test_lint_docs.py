@@ -30,7 +30,7 @@ def test_every_rule_is_documented_with_example_and_fix():
 
 
 def test_design_rule_names_exist():
-    # DESIGN §10 promises these names; they must never be renamed
+    # docs/architecture.md promises these names; they must never be renamed
     promised = ("frontmatter-invalid field-missing field-type type-value visibility-value unknown-domain unknown-tag "
                 "domains-count aliases-count answers-count priority-range slug-mismatch slug-duplicate "
                 "alias-duplicate broken-link broken-anchor ambiguous-link private-link").split()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from grasbot.markdown.frontmatter import parse_text
 from grasbot.model import LIST_FIELDS
-from grasbot.vault import read_note
+from grasbot import read_note
 from tests.conftest import CORPORA, REPO, SAMPLE_VAULT
 from tests.test_frontmatter_fastpath import entry
 from vaulttools.lint import positions

@@ -16,7 +16,8 @@ import pytest
 from grasbot.vault import Vault
 from tests.conftest import CORPORA, REPO, SAMPLE_VAULT
 from vaulttools.lint import LintConfig
-from vaulttools.lint.rules import LintContext, checks, quick
+from vaulttools.lint.rules import LintContext, quick
+from vaulttools.lint.rules.families import checks
 from vaulttools.taxonomy import find_taxonomy, load_taxonomy
 
 FIXTURES = REPO / "tests" / "fixtures" / "lint"
@@ -88,7 +89,7 @@ import yaml  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from grasbot.vault import read_note  # noqa: E402
+from grasbot import read_note  # noqa: E402
 
 _TODAY = dt.date(2026, 6, 15)
 _TAXONOMY = load_taxonomy(REPO / "TAXONOMIE.md")

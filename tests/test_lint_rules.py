@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from grasbot.text import fold
 from grasbot.vault import Vault
 from vaulttools.lint import LintConfig, Severity, lint_notes, lint_vault
 from vaulttools.lint.registry import RULE_NAMES
-from vaulttools.lint.rules import Suggester, did_you_mean, fold
+from vaulttools.lint.rules import Suggester, did_you_mean
 from vaulttools.taxonomy import load_taxonomy
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lint"
@@ -249,7 +250,8 @@ def test_suggestions_among_many_names_find_every_one_edit_neighbour():
     """Past `Suggester.LARGE` choices, candidates come from an index of halves: check it against brute force."""
     import random
 
-    from vaulttools.lint.rules import Suggester, edit_distance, fold
+    from grasbot.text import edit_distance, fold
+    from vaulttools.lint.rules import Suggester
 
     rng = random.Random(5)
     alphabet = "abcdé- xyz"
@@ -272,40 +274,6 @@ def test_suggestions_among_many_names_find_every_one_edit_neighbour():
         close = sorted((edit_distance(key, c), c) for c in suggester.folded if edit_distance(key, c) <= 1)
         expected = suggester.folded[close[0][1]] if close else None
         assert suggester.suggest(key) == expected, key
-
-
-def test_edit_distance_is_the_textbook_one_and_stops_at_its_limit():
-    """Myers' bit-vector distance against the plain dynamic programme, with and without a limit."""
-    import random
-
-    from vaulttools.lint.rules import _edit_distance_table, edit_distance
-
-    rng = random.Random(3)
-    for _ in range(20_000):
-        a = "".join(rng.choice("abcé d") for _ in range(rng.randint(0, 12)))
-        b = "".join(rng.choice("abcé d") for _ in range(rng.randint(0, 12)))
-        expected = _edit_distance_table(a, b)
-        assert edit_distance(a, b) == expected == edit_distance(b, a), (a, b)
-        for limit in (0, 1, 2, 5):
-            assert edit_distance(a, b, limit) == min(expected, limit + 1), (a, b, limit)
-    long_a, long_b = "x" * 90 + "section", "y" + "x" * 89 + "sectoin"  # past 64 bits
-    assert edit_distance(long_a, long_b) == _edit_distance_table(long_a, long_b) == 3
-
-
-def test_fold_by_character_is_fold_of_the_whole_text():
-    """`fold` translates character by character; it must equal decomposing the whole text first."""
-    import random
-
-    from vaulttools.lint.rules import _FOLDED, _fold_whole
-
-    rng = random.Random(7)
-    pools = [range(0x20, 0x250), range(0x300, 0x370), range(0x370, 0x400), range(0x1E00, 0x1F00),
-             range(0xAC00, 0xAC20), [0x130, 0x1E9E, 0xDF, 0x2126, 0x212B, 0x3000, 0xA0, 0x85, 0x1F1, 0xFB01, 0x345]]
-    texts = ["".join(chr(rng.choice(rng.choice(pools))) for _ in range(rng.randint(1, 8))) for _ in range(20_000)]
-    texts += [chr(cp) for cp in range(0x80, 0x3000)] + ["Sécurité", "E\u0301cole  Été", "ΣΊΣΥΦΟΣ", "İstanbul"]
-    for text in texts:
-        _FOLDED.pop(text, None)
-        assert fold(text) == _fold_whole(text), repr(text)
 
 
 def test_link_problems_are_exactly_the_resolutions_the_link_rules_need():

@@ -14,7 +14,7 @@ from grasbot.service.observability import is_trace_id, retrieval_relevance
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector, Span
 from tests.service_fixtures import *  # noqa: F403
-from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server, wait_for_health
+from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server, state_dir_for_tests, wait_for_health
 
 RUST = "Que sait-il faire en Rust ?"
 OFF_TOPIC = "Quel temps fait-il demain ?"
@@ -55,7 +55,8 @@ def test_ask_is_one_trace_with_spans_tags_and_scores(
     assert root.json("langfuse.observation.output") == {"response": "Il écrit du Rust [rust].", "sources_count": len(body["sources"]), "grounded": True}
     assert root.json("langfuse.trace.metadata.top_k") == 5
     for span in spans.values():
-        assert span.attributes["session.id"] == "sess-42"
+        assert span.attributes["session.id"] == body["session_id"]  # the id the server issued, not "sess-42"
+        assert body["session_id"] != "sess-42"
         assert span.attributes["user.id"] == "user-7"
         assert span.scope_attributes.get("public_key") == settings.langfuse_public_key
     assert set(root.attributes["langfuse.trace.tags"]) == {"grounded", "model:qwen3:8b"}
@@ -134,10 +135,11 @@ def test_streamed_answer_is_traced_too(
     fake_ollama.script(reply="Réponse diffusée [rust].")
     text = server.client().get("/ask/stream", params={"q": RUST, "session_id": "flux"}).text
     trace_id = text.split('"trace_id": "', 1)[1][:32]
+    session_id = text.split('"session_id": "', 1)[1].split('"', 1)[0]
     spans = wait_trace(collector, trace_id)
     assert spans["ask"].json("langfuse.observation.output")["response"] == "Réponse diffusée [rust]."
     assert spans["ollama-chat"].json("langfuse.observation.output") == "Réponse diffusée [rust]."
-    assert spans["ask"].attributes["session.id"] == "flux"
+    assert spans["ask"].attributes["session.id"] == session_id != "flux"
 
 
 def test_feedback_is_a_user_feedback_score(traced: tuple[RunningServer, Settings], collector: LangfuseCollector) -> None:
@@ -274,6 +276,8 @@ def _serve_traced_to(tmp_path, fake: FakeOllama, hole: BlackHole, asks: int, lan
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
     env.update(
+        GRASBOT_STATE_DIR=str(state_dir_for_tests()),
+        GRASBOT_RATE_LIMIT="0",  # a dozen questions in a row from 127.0.0.1
         OLLAMA_URL=fake.url,
         LANGFUSE_PUBLIC_KEY="pk-lf-test",
         LANGFUSE_SECRET_KEY="sk-lf-SECRET-black-hole",

@@ -79,19 +79,23 @@ def test_private_notes_never_leak(tmp_path: Path, fake_ollama: FakeOllama, colle
     with run_server(settings, vault) as server:
         client = server.client()
         trace_ids: list[str] = []
+        first: str | None = None  # two conversations, each going on with the id the server issued
+        second: str | None = None
         for i, q in enumerate(questions):
-            r = client.get("/ask", params={"q": q, "session_id": "visiteur-1", "user_id": "u-1"})
+            r = client.get("/ask", params={"q": q, "user_id": "u-1"} | ({"session_id": first} if first else {}))
             assert r.status_code == 200, r.text
+            first = r.json()["session_id"]
             outputs.append((f"/ask {q!r}", r.text))
             trace_ids.append(r.json()["trace_id"])
             assert all(s["slug"] not in SLUGS for s in r.json()["sources"])
             if i % 3 == 0:
-                r = client.get("/ask/stream", params={"q": q, "session_id": "visiteur-2"})
+                r = client.get("/ask/stream", params={"q": q} | ({"session_id": second} if second else {}))
                 events = sse_events(r.text)
                 assert events[-1][0] == "done"
+                second = events[-1][1]["session_id"]
                 outputs.append((f"/ask/stream {q!r}", r.text))
         # The memory of a session now holds echoed prompts: a follow-up must not bring anything private.
-        r = client.get("/ask", params={"q": "Et son salaire exact ?", "session_id": "visiteur-1"})
+        r = client.get("/ask", params={"q": "Et son salaire exact ?", "session_id": first})
         outputs.append(("/ask follow-up", r.text))
 
         # Failures: the error bodies and events must be as clean as the answers.
@@ -147,12 +151,16 @@ def test_memory_is_not_shared_between_sessions(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="Réponse pour la session A : MOT-DE-PASSE-DE-A")
     with run_server(service_settings(fake_ollama), SAMPLE_VAULT) as server:
         client = server.client()
-        client.get("/ask", params={"q": "Que sait-il faire en Rust ?", "session_id": "A"})
+        a = client.get("/ask", params={"q": "Que sait-il faire en Rust ?"}).json()["session_id"]
         fake_ollama.script(reply="Réponse B")
-        for sid in ("B", "a", "A ", None):
+        nonce, signature = a.split(".")
+        forged = f"{nonce}.{signature[::-1]}"  # A's nonce, a signature the server did not make
+        for sid in ("B", "a", "A ", None, forged, nonce, a.upper()):
             params = {"q": "Et ensuite ?"} | ({"session_id": sid} if sid is not None else {})
             client.get("/ask", params=params)
             assert "MOT-DE-PASSE-DE-A" not in fake_ollama.chat_prompts()[-1], sid
+        client.get("/ask", params={"q": "Et ensuite ?", "session_id": a})  # A itself goes on
+        assert "MOT-DE-PASSE-DE-A" in fake_ollama.chat_prompts()[-1]
 
 
 def test_reload_names_a_note_turned_private_only_as_removed(fake_ollama: FakeOllama, service_vault: Path) -> None:
@@ -278,8 +286,9 @@ def test_a_note_made_private_leaves_the_conversations_and_the_problems(fake_olla
     fake_ollama.script(reply=echo_prompt)  # the "answer" quotes the whole prompt, note included
     with run_server(service_settings(fake_ollama), service_vault) as server:
         client = server.client()
-        r = client.get("/ask", params={"q": "La Dernière Écluse, le jeu de game jam sous Godot ?", "session_id": "s1"})
+        r = client.get("/ask", params={"q": "La Dernière Écluse, le jeu de game jam sous Godot ?"})
         assert any(s["slug"] == "la-derniere-ecluse" for s in r.json()["sources"])
+        s1 = r.json()["session_id"]
         text = note.read_text(encoding="utf-8")
         note.write_text(text.replace("visibility: public", "visibility: private", 1), encoding="utf-8")
         (service_vault / "30-Parcours" / "prive-casse.md").write_text(
@@ -288,7 +297,7 @@ def test_a_note_made_private_leaves_the_conversations_and_the_problems(fake_olla
         assert body["removed"] == ["la-derniere-ecluse"]
         assert all("prive-casse" not in p["path"] for p in body["problems"])
         before = len(fake_ollama.chat_requests())
-        client.get("/ask", params={"q": "Et ensuite ?", "session_id": "s1"})
+        client.get("/ask", params={"q": "Et ensuite ?", "session_id": s1})
         sent = json.dumps(fake_ollama.chat_requests()[before:], ensure_ascii=False)
     assert "Godot" not in sent and "Écluse" not in sent
     assert "prive-casse" not in json.dumps(body)

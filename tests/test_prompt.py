@@ -1,4 +1,4 @@
-"""The prompt of DESIGN §7, built from hand-made notes and hits (no retrieval involved)."""
+"""The prompt (docs/architecture.md, "The way of a question"), built from hand-made notes and hits (no retrieval involved)."""
 
 from __future__ import annotations
 

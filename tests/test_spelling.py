@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grasbot.search.spelling import Correction, Speller, edit_distance, inflections, is_swap, max_distance, stem_words
+from grasbot.search.spelling import Correction, Speller, inflections, is_swap, max_distance, stem_words
+from grasbot.text import edit_distance
 from grasbot.search.tokenize import stem, tokenize, words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,13 +43,13 @@ def correct(sp: Speller, word: str) -> Correction | None:
     ],
 )
 def test_edit_distance(a: str, b: str, expected: int) -> None:
-    assert edit_distance(a, b, 5) == expected
-    assert edit_distance(b, a, 5) == expected
+    assert edit_distance(a, b, 5, transpositions=True) == expected
+    assert edit_distance(b, a, 5, transpositions=True) == expected
 
 
 def test_edit_distance_stops_at_its_limit() -> None:
-    assert edit_distance("kitten", "sitting", 1) == 2  # "more than 1"
-    assert edit_distance("a", "abcdef", 2) == 3  # lengths alone exceed the limit
+    assert edit_distance("kitten", "sitting", 1, transpositions=True) == 2  # "more than 1"
+    assert edit_distance("a", "abcdef", 2, transpositions=True) == 3  # lengths alone exceed the limit
 
 
 def test_is_swap_and_max_distance() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grasbot.search.tokenize import STOP_WORDS, count_tokens, fold, stem, tokenize, tokenize_short, words
+from grasbot.search.tokenize import STOP_WORDS, count_tokens, stem, tokenize, tokenize_short, words
+from grasbot.text import fold
 
 
 def test_fold_lowercases_and_removes_accents() -> None:

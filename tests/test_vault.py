@@ -408,7 +408,7 @@ def test_note_storage_gives_back_what_was_read(raw: bytes) -> None:
     import hashlib
 
     from grasbot.markdown.frontmatter import parse_bytes
-    from grasbot.vault import read_note
+    from grasbot import read_note
 
     parsed = parse_bytes(raw, "n.md")
     note = read_note("n.md", raw)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from grasbot.markdown.frontmatter import parse_bytes
 from grasbot.links import frontmatter_links, parse_body
 from grasbot.model import Span
-from grasbot.vault import Vault, read_note
+from grasbot import Vault, read_note
 
 # Pieces that make frontmatter and links interesting: YAML syntax, link syntax, code markers, odd line
 # breaks (libyaml counts \r, U+0085 and U+2028 as line breaks, we count \n only), a BOM, invalid UTF-8.

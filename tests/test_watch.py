@@ -506,3 +506,27 @@ def test_a_deleted_vault_folder_ends_the_watch_with_a_message(tmp_path: Path) ->
     assert outcome.get("rc") == 1
     assert any("the vault folder is gone" in e["message"] for e in sink.of("error"))
     assert sink.of("stop")[0]["reason"] == "vault folder gone"
+
+
+def test_an_alias_dropped_elsewhere_clears_its_spelling_variant_as_a_fresh_lint_does(tmp_path: Path) -> None:
+    """Note A's alias `Push  Swap` (two spaces) is note B's `push swap` once folded: both are flagged. When B
+    drops it, the watcher must report A's `alias-duplicate` fixed, which a fresh lint no longer reports
+    (the live vault once folded without collapsing blanks and kept the stale warning: issue 15)."""
+    from grasbot import Vault
+    from vaulttools.lint import lint_vault
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text('---\ntitle: A\naliases: ["Push  Swap"]\n---\nA.\n', encoding="utf-8")
+    b = vault / "b.md"
+    b.write_text("---\ntitle: B\naliases: [push swap, autre nom]\n---\nB.\n", encoding="utf-8")
+    with watching(vault, "--no-reload") as sink:
+        flagged = set(rules(sink.of("start")[0]["diagnostics"]))
+        assert {("a.md", "alias-duplicate"), ("b.md", "alias-duplicate")} <= flagged
+        b.write_text("---\ntitle: B\naliases: [autre nom]\n---\nB.\n", encoding="utf-8")
+        assert sink.wait(lambda: sink.of("change"), 15), "the save was not seen"
+        change = sink.of("change")[0]
+        assert {("a.md", "alias-duplicate"), ("b.md", "alias-duplicate")} <= set(rules(change["fixed"]))
+        assert not [d for d in change["new"] if d["rule"] == "alias-duplicate"]
+    fresh = lint_vault(Vault.load(vault))
+    assert not [d for d in fresh.diagnostics if d.rule == "alias-duplicate"]

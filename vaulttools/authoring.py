@@ -18,7 +18,7 @@ goes further than Obsidian can: it reads the frontmatter as YAML, fills the plac
 - ``updated``: today; ``visibility``: always ``private``, until the author has read the note and publishes it.
 
 Templates are looked up per type, first hit wins: the folder set in ``VAULT/.obsidian/templates.json``,
-``VAULT/templates``, ``VAULT/../templates`` (the repository's), then the copy shipped inside this package
+``VAULT/templates``, ``VAULT/../templates`` (a repository's own, beside the vault), then the copy shipped inside this package
 (``vaulttools/templates``). The write is atomic and exclusive: a temporary file in the target folder, then a
 hard link to the final name (which fails if the name exists), so nothing is ever overwritten, even in a race.
 """
@@ -31,7 +31,6 @@ import json
 import os
 import re
 import tempfile
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -44,6 +43,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RuamelError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
+from grasbot.text import fold, fold_each, loose_name_key
 from vaulttools.taxonomy import Taxonomy
 
 __all__ = [
@@ -121,7 +121,7 @@ class NewNote:
     slug: str
     note_type: str
     text: str
-    meta: dict[str, Any]  # the frontmatter as the engine (grasbot.vault.read_note) reads it back
+    meta: dict[str, Any]  # the frontmatter as the engine (grasbot.read_note) reads it back
     template: str  # where the template came from, for the user
     notes: list[str] = field(default_factory=list)  # what the author still has to do / what was adjusted
 
@@ -130,14 +130,9 @@ class NewNote:
 # Types, slugs and the vault's existing names
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def normalize_type(name: str) -> str:
     """The known type `name` means (case and accents ignored: ``Compétence`` -> ``competence``)."""
-    key = _fold(name).strip().lower()
+    key = fold(name)
     if key not in NOTE_TYPES:
         raise AuthoringError(f"unknown note type {name!r}; known types: {', '.join(NOTE_TYPES)}")
     return key
@@ -150,7 +145,7 @@ def slugify(title: str) -> str:
     """Kebab-case: accents folded, ``c++`` -> ``cpp``, ``c#`` -> ``csharp``, ``&`` -> ``et``, other
     punctuation a hyphen; letters of non-Latin scripts are kept. Empty when nothing usable is left."""
     text = "".join(_LIGATURES.get(c, c) for c in title)
-    text = _fold(text).lower()
+    text = fold_each(text)
     # Same mapping as the engine's tokenizer, so `c++` in a title and in a question meet.
     text = re.sub(r"(?<![\w+#])c\+\+(?![\w+])", " cpp ", text)
     text = re.sub(r"(?<![\w+#])c#(?!\w)", " csharp ", text)
@@ -195,10 +190,10 @@ def existing_slugs(vault: Path) -> dict[str, str]:
                 continue
             path = Path(folder, name)
             rel = path.relative_to(vault).as_posix()
-            taken.setdefault(unicodedata.normalize("NFC", name[:-3]).casefold(), rel)
+            taken.setdefault(loose_name_key(name[:-3]), rel)
             slug = _frontmatter_slug(path)
             if slug:
-                taken.setdefault(unicodedata.normalize("NFC", slug).casefold(), rel)
+                taken.setdefault(loose_name_key(slug), rel)
     return taken
 
 
@@ -356,9 +351,9 @@ def starter_aliases(title: str, slug: str, note_type: str) -> list[str]:
     the slug, and a type phrase ("projet x", "compétences x", "moc x"). Unique, in that order."""
     lower = " ".join(title.lower().split())
     base_slug = slug[4:] if note_type == "moc" and slug.startswith("moc-") else slug
-    candidates = [lower, _fold(lower), base_slug.replace("-", " "), base_slug]
+    candidates = [lower, fold(lower), base_slug.replace("-", " "), base_slug]
     phrase = _TYPE_PHRASES.get(note_type)
-    if phrase and not _fold(lower).startswith(_fold(phrase)):
+    if phrase and not fold(lower).startswith(fold(phrase)):
         candidates.append(f"{phrase} {lower}")
     return _unique(c for c in candidates if c.strip())
 
@@ -587,7 +582,7 @@ def _check_parses(text: str, rel: str, where: str) -> dict[str, Any]:
     """The note must load without a problem in the engine, and its frontmatter read back as the same
     mapping with PyYAML (YAML 1.1, as most other tools read it: `no` or `2024-01-01` must stay strings)."""
     try:
-        from grasbot.vault import read_note
+        from grasbot import read_note
     except ImportError:  # pragma: no cover - an engine without the single-file reader
         read_note = None
     head = text.split("\n---\n", 1)[0][4:]

@@ -209,8 +209,8 @@ def unknown_expectations(questions: Sequence[Question], known: set[str]) -> list
 
 
 def evaluate(questions: Sequence[Question], search: Callable[[str, int], Any], keep: int = KEEP) -> Report:
-    """Run every question through `search(question, top_k)` (SearchIndex.search or alike, returning a
-    SearchResult) and time the search alone."""
+    """Run every question through `search(question, top_k)` (`RetrievalPipeline.search`, the bot's own
+    retrieval, or anything returning ranked `hits` and `grounded`) and time it alone."""
     report = Report()
     for question in questions:
         started = time.perf_counter()

@@ -15,7 +15,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "watch": ("watchdog",),
     "tui": ("textual", "watchdog", "platformdirs"),
     "serve": ("fastapi", "starlette", "pydantic", "uvicorn", "h11", "anyio", "ollama", "langfuse", "opentelemetry",
-              "dotenv"),
+              "dotenv", "fastapi_offline", "sse_starlette", "platformdirs"),
 }
 
 

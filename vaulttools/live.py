@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grasbot.model import Note
-from grasbot.vault import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot import Note
+from grasbot import fold
+from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
@@ -40,9 +40,10 @@ __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 MAX_SETTLE_TRIES = 3
 
 #: Above this many notes, `with_index=None` ("auto") keeps no search index, and the one rule that needs it
-#: (`answer-not-retrieved`) is left to `vaulttools lint`. Keeping the index up to date is cheap (~7 ms a save
-#: on 10k notes); building it is not (~2 s and ~20 MiB on 10k notes), which `vaulttools watch` would pay at
-#: every start for one rule. (The TUI builds an index anyway: it keeps it live up to its own, higher limit.)
+#: (`answer-not-retrieved`) is left to `vaulttools lint`. Keeping the index up to date is cheap (milliseconds
+#: a save); building it is not (seconds and tens of MiB on 10k notes: benchmarks/README.md, retrieval), which
+#: `vaulttools watch` would pay at every start for one rule. (The TUI builds an index anyway: it keeps it live
+#: up to its own, higher limit.)
 INDEX_AUTO_LIMIT = 2000
 
 #: Rule reported when the linter itself fails on a note (a bug of ours): the note is flagged, not skipped.
@@ -126,8 +127,9 @@ class _IdentityRows:
     """The linter's per-note identity rows (slug, aliases, visibility), kept up to date note by note.
 
     The duplicate-slug/alias and private-link rules need them for every note of the vault; computed from
-    scratch they cost ~0.5 s per check on 10,000 notes, which a watcher re-checking one note cannot pay.
-    The rows come from the linter's own `identity_rows` (one note at a time), so their shape is always the
+    scratch they cost a large part of a second per check on 10,000 notes (benchmarks/README.md, "Figures
+    behind the code"), which a watcher re-checking one note cannot pay. The rows come from the linter's own
+    `identity_rows` (one note at a time), so their shape is always the
     linter's; the linter reads them through its `vault.identity_rows()` hook (see `_LintView`).
     """
 
@@ -190,21 +192,15 @@ class _LintView:
         return getattr(self._vault, name)
 
 
-def _fold(text: str) -> str:
-    """Case- and accent-folded, as the duplicate rules compare slugs and aliases."""
-    decomposed = unicodedata.normalize("NFKD", text.strip().casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _identity_keys(note: Note) -> set[str]:
     """Keys under which a note can clash with another: its slug, its aliases, its file name."""
-    keys = {"stem:" + _fold(note.stem)}
+    keys = {"stem:" + fold(note.stem)}
     slug = note.slug
     if slug and slug.strip():
-        keys.add("slug:" + _fold(slug))
+        keys.add("slug:" + fold(slug))
     for alias in note.aliases:
         if alias.strip():
-            keys.add("alias:" + _fold(alias))
+            keys.add("alias:" + fold(alias))
     return keys
 
 
@@ -731,7 +727,7 @@ def _file_diagnostic(path: str, message: str, rule: str = "frontmatter-invalid")
 
 
 def _build_index(vault: Vault) -> Any:
-    from grasbot.search.index import SearchIndex
+    from grasbot import SearchIndex
 
     try:
         return SearchIndex.build(vault)
@@ -740,7 +736,7 @@ def _build_index(vault: Vault) -> Any:
 
 
 def _find_taxonomy(root: Path, explicit: str | Path | None) -> Path | None:
-    """The taxonomy file in force for a vault: `explicit`, else the usual search (DESIGN §5), else None."""
+    """The taxonomy file in force for a vault: `explicit`, else the usual search (docs/architecture.md, "The way of a lint run"), else None."""
     from vaulttools.taxonomy import find_taxonomy
 
     path = find_taxonomy(root, Path(explicit) if explicit is not None else None)

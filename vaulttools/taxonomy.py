@@ -63,7 +63,6 @@ Errors
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -71,7 +70,8 @@ from typing import Any
 
 import yaml
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS
+from grasbot import LIST_FIELDS, STR_FIELDS
+from grasbot.text import fold_each
 
 __all__ = [
     "TAXONOMY_FILENAME",
@@ -346,19 +346,14 @@ def _field_sections(sections: list[_Section]) -> list[_Section]:
 # Prose: sentences, folded for matching, with the line each character came from
 
 
-@lru_cache(maxsize=4096)
-def _fold_char(char: str) -> str:
-    """One character, lowercased and without accents; always one character so offsets keep their meaning."""
-    if char in "’‘`*":
-        return "'" if char in "’‘" else " "
-    decomposed = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-    folded = decomposed.lower()
-    return folded if len(folded) == 1 else char.lower()[:1] or char
+# Typographic apostrophes become plain ones, and the emphasis and code marks blanks, before folding: one
+# character for one, so that offsets keep their meaning.
+_PROSE_MARKS = str.maketrans({"’": "'", "‘": "'", "`": " ", "*": " "})
 
 
 def _fold(text: str) -> str:
     """Lowercase, accents removed, typographic apostrophes made plain; same length as `text`."""
-    return "".join(_fold_char(c) for c in text)
+    return fold_each(text.translate(_PROSE_MARKS))
 
 
 @dataclass
@@ -446,8 +441,8 @@ def _one_regex(patterns: list[tuple[str, str]]) -> re.Pattern[str]:
 
 @lru_cache(maxsize=None)
 def _bound() -> re.Pattern[str]:
-    """The bound patterns as one regex, compiled on first use (7 ms: not paid by a command that imports this
-    module without reading a taxonomy's prose)."""
+    """The bound patterns as one regex, compiled on first use (not paid by a command that imports this
+    module without reading a taxonomy's prose: benchmarks/README.md, "Figures behind the code")."""
     return _one_regex(_BOUND_PATTERNS)
 
 
@@ -632,7 +627,7 @@ _OPEN_PATTERN = (
 
 @lru_cache(maxsize=None)
 def _open_re() -> re.Pattern[str]:
-    """"Open list" phrasings, compiled on first use (4 ms)."""
+    """"Open list" phrasings, compiled on first use (as `_bound`)."""
     return re.compile(_OPEN_PATTERN)
 
 

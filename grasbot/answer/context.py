@@ -1,4 +1,4 @@
-"""Which retrieved notes go into the prompt, whole or cut (DESIGN §7).
+"""Which retrieved notes go into the prompt, whole or cut (docs/architecture.md, "The way of a question").
 
 The first note always goes in whole. A note ranked 2nd or lower whose score is below
 `keep_ratio` x the first's is cut to `max_chars` at a paragraph boundary: it is context, not the answer,

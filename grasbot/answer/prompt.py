@@ -1,4 +1,4 @@
-"""The prompt sent to the model (DESIGN §7): system rules, the retrieved notes, the short history, the question.
+"""The prompt sent to the model (docs/architecture.md, "The way of a question"): system rules, the retrieved notes, the short history, the question.
 
 Two modes. Grounded: the notes planned by `grasbot.answer.context.plan_context` go in (the first whole, weaker
 secondary ones cut at a paragraph boundary) and the cut ones are named so the model can say an answer may be
@@ -13,7 +13,6 @@ bodies that do enter.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from grasbot.markdown.frontmatter import LineIndex
 from grasbot.links import parse_body
 from grasbot.model import LinkKind, Note, visible_to_visitors
 from grasbot.search.index import Hit, SearchResult
+from grasbot.text import loose_name_key
 
 #: Problems after which nothing of the file can be served.
 _NEVER_SERVED = frozenset({"binary", "unreadable"})
@@ -119,12 +119,7 @@ def _link_name(target: str) -> str:
     target = target.rsplit("/", 1)[-1]
     if target.lower().endswith(".md"):
         target = target[:-3]
-    return fold_name(target)
-
-
-def fold_name(name: str) -> str:
-    """Obsidian compares names NFC-normalised and case-insensitively."""
-    return unicodedata.normalize("NFC", name).casefold()
+    return loose_name_key(target)
 
 
 def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
@@ -135,7 +130,7 @@ def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
             continue
         for name in (note.stem, note.slug, note.id):
             if name:
-                names.add(fold_name(name))
+                names.add(loose_name_key(name))
     return frozenset(names)
 
 
@@ -196,10 +191,13 @@ def build_prompt(
     max_chars: int = SECONDARY_MAX_CHARS,
     hidden: Collection[str] = frozenset(),
     system: str = SYSTEM_PROMPT,
+    context: Sequence[ContextNote] | None = None,
 ) -> Prompt:
     """The prompt for `question` given the retrieval `result` and the session's remembered turns.
 
-    `hidden` are the names of notes that must not be mentioned (see `hidden_names`).
+    `hidden` are the names of notes that must not be mentioned (see `hidden_names`). `context`: the notes
+    as the retrieval pipeline planned them (`grasbot.answer.pipeline.Retrieval.context`, planned with the
+    same limits and `hidden`); planned here when not given.
     """
     hits = servable_hits(result.hits)
     grounded = bool(result.grounded and hits)
@@ -208,7 +206,7 @@ def build_prompt(
         return Prompt(system, user, tuple(history), False)
 
     # links to hidden notes go before the cut: a cut inside one would leave half of it, unrecognisable
-    planned = plan_context(
+    planned = list(context) if context is not None else plan_context(
         hits, keep_ratio=keep_ratio, max_chars=max_chars, text_of=lambda note: redact_hidden_links(note.reader_body, hidden)
     )
     blocks = [GROUNDED_INTRO, ""]

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from grasbot.model import LIST_FIELDS, Problem, Span
+from grasbot.text import SHARED_STRINGS as _STR_CACHE, share
 
 __all__ = [
     "clear_caches",
@@ -52,7 +53,6 @@ _OPEN_RE = re.compile(r"---[ \t]*\r?(?:\n|$)")
 # separate key tuple is kept)
 _SPAN_CACHE: dict[tuple[int, int, int, int], Span] = {}
 _new = tuple.__new__  # Span is a named tuple: build it from its key without a Python-level __new__
-_STR_CACHE: dict[str, str] = {}
 _CACHE_LIMIT = 400_000
 _SHORT = 48
 _SHARE_VALUE = 16
@@ -87,17 +87,6 @@ def make_span(line: int, column: int, end_line: int, end_column: int) -> Span:
     return span
 
 
-def share(text: str) -> str:
-    """`text`, or an equal string seen before when it is short (names, slugs, tags, link targets)."""
-    if len(text) > _SHORT:
-        return text
-    found = _STR_CACHE.get(text)
-    if found is None:
-        if len(_STR_CACHE) >= _CACHE_LIMIT:
-            _STR_CACHE.clear()
-        _STR_CACHE[text] = text
-        return text
-    return found
 
 
 class LineIndex:

@@ -1,7 +1,7 @@
 """Retrieval: which public notes answer a question, with a score and the reasons for it.
 
-How a question is scored (DESIGN §6 gives the original; this is the same family of signals, reworked
-where the original was known to fail):
+How a question is scored (`benchmarks/original_scoring.py` re-implements the original GrasBot scoring; this
+is the same family of signals, reworked where the original was known to fail):
 
 - **Field-weighted BM25 (BM25F)** over title, aliases, slug, answers, domains/tags, headings and body,
   every field through the same French tokenizer (accents folded, stemmed). It is the backbone: it alone ranks a vault
@@ -70,12 +70,12 @@ from typing import Any
 import numpy as np
 
 from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
-from grasbot.links import name_key_fast
 from grasbot.model import Note, visible_to_visitors
+from grasbot.text import name_key_fast
 from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange, Vault
 
-# -- constants (starting points from DESIGN §6, reworked where measurement said so) -----------------
+# -- constants (starting points from the original scoring, reworked where measurement said so) -----------------
 #: Term-frequency saturation for ranking. BM25F's pseudo-frequencies are field-weighted (one title word
 #: counts 3), so the classic 1.2 saturates a note at its first mentions and leaves the body's repetitions
 #: nothing to say; 2.0 raised hit@1 and MRR on every question set, none lower, the large sets built

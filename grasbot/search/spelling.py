@@ -34,7 +34,7 @@ prior), then alphabetical order. The correction is *confident* when it is unlike
   words, or at least twice the notes of the runner-up).
 
 Cost. No table of deletions: the vocabulary is sorted once by (first letter, length) into numpy arrays
-(a few ms for 10k terms, ~40 ms for 45k). A query scans only the terms with the same first letter and a
+(benchmarks/README.md, "Figures behind the code"). A query scans only the terms with the same first letter and a
 length within the distance; their letter counts bound the edit distance from below (bag distance), and
 the exact distance runs in Python on the few survivors; the word level stems a few hundred edits in one
 call (under a millisecond per new word). Results are cached by the caller; a changed vocabulary means a
@@ -55,10 +55,10 @@ each from a measured false friend: a radical of four letters (three when it ends
 `-re` only after the radicals of `-re` verbs (`content` is not `contre`); participles only through their
 verb's own pattern (`corpus`, `menu`, `rapidite` are left alone); a stem no shorter than its radical but by
 one letter. Over the three vaults' vocabularies, what it matches is nearly always the same verb
-(`mangent` -> `mang`, `traduit` -> `traduir`, `maintiennent` -> `mainten`); the rare false friends left
-are homographs (`excellent` -> `excel` where a vault names Excel, `boutons` -> `bout`). It costs about
-10 µs per unknown word (one `stemWords` call over a few dozen forms), cached by the caller as corrections
-are.
+(`mangent` -> `mang`, `traduit` -> `traduir`, `maintiennent` -> `mainten`); the rare false friends left are
+homographs (`excellent` -> `excel` where a vault names Excel, `boutons` -> `bout`). It costs one `stemWords`
+call over a few dozen forms per unknown word (the figure: benchmarks/README.md), cached by the caller as
+corrections are.
 
 Deterministic: candidates are ordered by a total key ending with the term itself; the order of the
 vocabulary mapping does not matter.
@@ -72,6 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grasbot.search.tokenize import stem_words
+from grasbot.text import edit_distance
 
 __all__ = [
     "LONG_LENGTH",
@@ -81,7 +82,6 @@ __all__ = [
     "SURE_SWAP_LENGTH",
     "Correction",
     "Speller",
-    "edit_distance",
     "inflections",
     "is_swap",
     "max_distance",
@@ -118,34 +118,6 @@ def max_distance(length: int) -> int:
     if length < MIN_LENGTH:
         return 0
     return 2 if length >= LONG_LENGTH else 1
-
-
-def edit_distance(a: str, b: str, limit: int) -> int:
-    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent transpositions)
-    between `a` and `b`, or `limit + 1` as soon as it is known to exceed `limit`."""
-    la, lb = len(a), len(b)
-    if abs(la - lb) > limit:
-        return limit + 1
-    if a == b:
-        return 0
-    prev2: list[int] = []
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        ai = a[i - 1]
-        best = cur[0]
-        for j in range(1, lb + 1):
-            cost = 0 if ai == b[j - 1] else 1
-            value = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ai == b[j - 2] and a[i - 2] == b[j - 1]:
-                value = min(value, prev2[j - 2] + 1)
-            cur[j] = value
-            if value < best:
-                best = value
-        if best > limit:
-            return limit + 1
-        prev2, prev = prev, cur
-    return min(prev[lb], limit + 1)
 
 
 def _word_edits(word: str, start: int) -> tuple[set[str], set[str]]:
@@ -369,7 +341,7 @@ class Speller:
                 term = self._terms[lo + i]
                 if first != token[0] and term[:2] != token[1::-1]:
                     continue  # another first letter is only a swap of the first two
-                d = edit_distance(token, term, limit)
+                d = edit_distance(token, term, limit, transpositions=True)
                 if d <= limit:
                     yield d, term
 

@@ -15,7 +15,6 @@ of dict lookups.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -24,8 +23,10 @@ from operator import itemgetter
 
 import Stemmer
 
+from grasbot.text import fold
+
 __all__ = [
-    "SEPARATOR", "STOP_WORDS", "count_tokens", "fold", "raw_word_counts", "raw_word_tokens", "raw_words_of", "raw_words_tokens",
+    "SEPARATOR", "STOP_WORDS", "count_tokens", "raw_word_counts", "raw_word_tokens", "raw_words_of", "raw_words_tokens",
     "stem", "stem_words",
     "token_counts",
     "tokenize", "tokenize_short", "words",
@@ -80,16 +81,6 @@ STOP_WORDS: frozenset[str] = frozenset((_FRENCH + _FILLERS + _ENGLISH).split())
 # No cache of PyStemmer's own (10,000 words by default, a few MB kept): `_token` caches the words a
 # question meets, and a build or the spelling corrector stems many words once each (faster uncached).
 _stemmer = Stemmer.Stemmer("french", 0)
-
-
-def fold(text: str) -> str:
-    """Lowercase `text` and remove accents (`Éé` -> `ee`, `œ` -> `oe`); digits and ASCII are untouched."""
-    text = text.lower()
-    if text.isascii():
-        return text
-    text = text.replace("œ", "oe").replace("æ", "ae").replace("ß", "ss")
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 @lru_cache(maxsize=1 << 18)

@@ -1,4 +1,4 @@
-"""The HTTP API (DESIGN §8): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
+"""The HTTP API (docs/service.md, "The API"): `GET /ask`, `GET /ask/stream`, `GET /health`, `POST /reload-vault`, `POST /feedback`.
 
 `create_app()` is a factory: tests, benchmarks and every uvicorn worker build their own app. The vault and
 its search index live in one immutable `VaultSnapshot`; a request reads the current snapshot once and uses it
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import hmac
 import json
 import logging
 import os
 import re
+import secrets
 import signal
-import tempfile
 import threading
 import time
 import traceback
@@ -38,14 +37,23 @@ import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import AppStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
 from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
-from grasbot.service.memory import ConversationMemory, Turn
+from grasbot.service.body_limit import RequestBodyLimit
+from grasbot.service.limits import Limits, LimitsConfig, LocalLimits, RedisLimits
+from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
+from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
+from grasbot.service.sessions import SessionIds
+from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
 from grasbot.model import Note, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
@@ -54,8 +62,10 @@ from grasbot.service.observability import (
     is_trace_id,
     retrieval_relevance,
 )
-from grasbot.answer.prompt import build_prompt, fold_name, hidden_names, is_servable, redact_hidden_links, servable_hits
+from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
+from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
+from grasbot.text import loose_name_key
 from grasbot.vault import Vault
 
 log = logging.getLogger("grasbot.service.api")
@@ -82,6 +92,12 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
 
 
 # -- input ------------------------------------------------------------------------------------------
+def visitor_of(request: Request) -> str:
+    """The key a visitor is limited by: their address (behind a proxy, uvicorn puts the forwarded one here
+    for the proxies it trusts, `--forwarded-allow-ips`; docs/deploy.md)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
 def clean_question(raw: str) -> str:
     """The question with control and format characters removed and white space collapsed (NFC)."""
     text = unicodedata.normalize("NFC", raw)
@@ -128,6 +144,7 @@ class VaultSnapshot:
     by_type: dict[str, int]
     hidden: frozenset[str]  # names of notes that must never be mentioned
     problems: list[dict[str, Any]]
+    unlisted_problems: int = 0  # problems of files that may be private: counted, never named
     loaded_at: float = field(default_factory=time.time)
 
     @property
@@ -135,12 +152,30 @@ class VaultSnapshot:
         return len(self.public)
 
 
-def _problem_view(path: str, line: int, column: int, code: str, message: str, note: Note | None) -> dict[str, Any]:
-    # A note that may be private (its frontmatter did not parse and names a non-public visibility) is
-    # reported by place and kind only, never with the parser's message, which can quote the file.
-    if note is not None and not is_servable(note):
-        message = f"frontmatter could not be read ({code}); `vaulttools lint` shows the details"
+def _problem_view(path: str, line: int, column: int, code: str, message: str) -> dict[str, Any]:
     return {"path": path, "line": line, "column": column, "code": code, "message": message[:300]}
+
+
+def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
+    """The problems `/reload-vault` may name (those of servable notes), and how many others there are.
+
+    Fail closed: a problem is listed, path and message, only for a note a visitor may see. A hidden note's
+    problems are not even counted (its path would name it). A file that could not be read at all (binary,
+    unreadable, not a regular file, a folder problem) may be a private note whose visibility nobody could
+    read: it is counted, never named; `vaulttools lint`, run by the author, names it.
+    """
+    listed: list[dict[str, Any]] = []
+    unlisted = 0
+    for path in sorted(vault.notes):
+        note = vault.notes[path]
+        if not visible_to_visitors(note):
+            continue
+        if not is_servable(note):
+            unlisted += len(note.problems)
+            continue
+        listed.extend(_problem_view(p.path, p.line, p.column, p.code, p.message) for p in note.problems)
+    unlisted += len(getattr(vault, "problems", None) or [])
+    return listed, unlisted
 
 
 def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
@@ -150,13 +185,8 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
-    problems: list[dict[str, Any]] = []
     for path in sorted(vault.notes):
         note = vault.notes[path]
-        if not visible_to_visitors(note):
-            continue  # a hidden note is not mentioned at all, not even its problems: its path names it
-        for p in note.problems:
-            problems.append(_problem_view(p.path, p.line, p.column, p.code, p.message, note))
         if not is_servable(note):
             continue
         note_id = note.id or note.slug or note.stem
@@ -164,8 +194,7 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         digests[note_id] = note.digest
         kind = note.type or "autre"
         by_type[kind] = by_type.get(kind, 0) + 1
-    for p in getattr(vault, "problems", []) or []:
-        problems.append(_problem_view(p.path, p.line, p.column, p.code, p.message, None))
+    problems, unlisted = listed_problems(vault)
     return VaultSnapshot(
         version=version,
         root=root,
@@ -176,57 +205,13 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         by_type=dict(sorted(by_type.items())),
         hidden=hidden_names(vault.notes.values()),
         problems=problems,
+        unlisted_problems=unlisted,
     )
 
 
 #: Longest a question waits for its worker to catch up with a reload announced by another worker
 #: (503 `vault_reloading` after: never an answer from the vault as it was before the reload).
 FOLLOW_WAIT_SECONDS = 10.0
-
-try:  # POSIX: announcing a reload takes a lock, so two workers reloading at once never share a version
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
-
-def reload_stamp_path(vault_dir: Path) -> Path:
-    """Where the workers serving `vault_dir` announce reloads to each other."""
-    digest = hashlib.sha256(str(Path(vault_dir).resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"grasbot-reload-{digest}"
-
-
-def _read_stamp(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
-def stamp_version(stamp: str) -> int | None:
-    """The vault version a stamp announces (`"<version> <time_ns>-<pid>"`), None for none."""
-    head = stamp.split(" ", 1)[0]
-    return int(head) if head.isdigit() and len(head) < 19 else None
-
-
-def _write_stamp(path: Path, at_least: int) -> tuple[str | None, int]:
-    """Announce a reload: the stamp written (None if it could not be) and the vault version it carries,
-    one more than the last announced (and at least `at_least`), so every worker numbers versions alike."""
-    lock_path = path.with_name(f"{path.name}.lock")
-    version = at_least
-    try:
-        with open(lock_path, "a", encoding="ascii") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            version = max((stamp_version(_read_stamp(path)) or 0) + 1, at_least)
-            stamp = f"{version} {time.time_ns()}-{os.getpid()}"
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(stamp, encoding="ascii")
-            os.replace(tmp, path)  # atomic: a sibling never reads half a stamp
-            return stamp, version
-    except OSError as error:
-        log.warning("could not announce the reload to other workers (%s)", type(error).__name__)
-        return None, version
-
 
 def _changes(old: VaultSnapshot, new: VaultSnapshot) -> dict[str, list[str]]:
     before, after = set(old.digests), set(new.digests)
@@ -255,7 +240,7 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
-    folded = fold_name(value)
+    folded = loose_name_key(value)
     return folded in hidden or any(part in hidden for part in re.split(r"[:/|#]", folded))
 
 
@@ -305,19 +290,49 @@ class Service:
         self.vault_dir = vault_dir
         self.search_config = SearchConfig(top_k=settings.search_top_k, min_score=settings.search_min_score)
         # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
-        # file (in the temp dir, named after the vault's path, holding only a version, a time and a pid),
-        # and the other workers catch up before their next answer. The stamp is read before the vault, so
-        # a reload announced while this worker loads is followed. Versions come from the stamp, so
-        # `vault_version` means the same on every worker.
-        self.stamp_path = reload_stamp_path(vault_dir)
-        self._stamp_seen = _read_stamp(self.stamp_path)
+        # file (in the private state folder, grasbot/service/state.py), and the other workers catch up
+        # before their next answer. The stamp is read before the vault, so a reload announced while this
+        # worker loads is followed. Versions come from the stamp, so `vault_version` means the same on
+        # every worker.
+        self.state_dir = private_dir(settings.state_dir)
+        self.stamp_path = reload_stamp_path(vault_dir, self.state_dir)
+        self.sessions = SessionIds(session_key(self.state_dir))
+        # With Redis (several machines or containers, docs/deploy.md), memory, reload announcements and
+        # admission limits are shared through it; without, they live in this process and the stamp file.
+        limits = LimitsConfig(
+            rate=settings.rate_limit, period=60.0, burst=settings.rate_burst,
+            max_generations=settings.max_generations, lease_seconds=settings.llm_timeout + 30,
+        )  # fmt: skip
+        self.redis: Any | None = None
+        self.announcer: FileAnnouncer | RedisAnnouncer
+        self.memory: LocalMemory | RedisMemory
+        self.limits: Limits
+        if settings.redis_url:
+            self.redis = connect(settings.redis_url)
+            self.announcer = RedisAnnouncer(self.redis, url=settings.redis_url)
+            self.memory = RedisMemory(
+                self.redis,
+                max_turns=settings.memory_max_turns,
+                max_chars=settings.memory_max_chars,
+                ttl_seconds=settings.memory_ttl_seconds,
+            )
+            self.limits = RedisLimits(self.redis, limits)
+        else:
+            self.announcer = FileAnnouncer(self.stamp_path)
+            self.memory = LocalMemory(
+                ConversationMemory(
+                    max_turns=settings.memory_max_turns,
+                    max_chars=settings.memory_max_chars,
+                    ttl_seconds=settings.memory_ttl_seconds,
+                    max_sessions=settings.memory_max_sessions,
+                )
+            )
+            self.limits = LocalLimits(limits)
+        # The version is read before the vault: a reload announced while this worker loads is followed.
+        # (None: Redis cannot say now; the first question then compares again and reloads if needed.)
+        self._stamp_seen = self.announcer.current_sync() or ""
         self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
-        self.memory = ConversationMemory(
-            max_turns=settings.memory_max_turns,
-            max_chars=settings.memory_max_chars,
-            ttl_seconds=settings.memory_ttl_seconds,
-            max_sessions=settings.memory_max_sessions,
-        )
+        self._listener: asyncio.Task[None] | None = None
         self.options = GenerationOptions(
             num_ctx=settings.llm_num_ctx,
             num_predict=settings.llm_num_predict,
@@ -335,6 +350,9 @@ class Service:
 
     async def start(self) -> None:
         s = self.settings
+        # Every replica hears every announced reload at once (Redis pub/sub) and reloads in the background;
+        # `catch_up` before each answer is what guarantees it (a message can be missed).
+        self._listener = self.announcer.listen(self._announced)
         self.llm = LLMClient(
             s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
         )
@@ -347,6 +365,10 @@ class Service:
         return task
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._listener
         if self._following is not None and not self._following.done():
             self._following.cancel()
             with suppress(asyncio.CancelledError):
@@ -355,6 +377,9 @@ class Service:
             await cancel_and_wait(task)
         if self.llm is not None:
             await self.llm.aclose()
+        if self.redis is not None:
+            with suppress(Exception):
+                await self.redis.aclose()
         # Shutdown flushes the buffered spans and scores; it blocks, so it runs off the event loop. It is
         # bounded (SHUTDOWN_SECONDS), and a second stop signal meanwhile ends it at once.
         abandon = threading.Event()
@@ -372,7 +397,7 @@ class Service:
         Reading the stamp is one small file read.
         """
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
-        while _read_stamp(self.stamp_path) != self._stamp_seen:
+        while await self._announced_stamp() != self._stamp_seen:
             if self._following is None or self._following.done():
                 self._following = self.spawn(self._follow())
             following = self._following
@@ -385,10 +410,21 @@ class Service:
                     503, "vault_unavailable", "the vault changed and could not be reloaded; try again later"
                 )
 
+    async def _announced_stamp(self) -> str:
+        """What the announcer says now; what this worker has seen when it cannot say (Redis down: each
+        replica then serves what it has, and `/health` says degraded)."""
+        stamp = await self.announcer.current()
+        return self._stamp_seen if stamp is None else stamp
+
+    async def _announced(self, version: int) -> None:
+        """A reload announced by any replica (Redis pub/sub): follow it now, in the background."""
+        if str(version) != self._stamp_seen and (self._following is None or self._following.done()):
+            self._following = self.spawn(self._follow())
+
     async def _follow(self) -> bool:
         """Reload because another worker announced a reload; False if the vault could not be read."""
         async with self._reload_lock:
-            stamp = _read_stamp(self.stamp_path)  # before reading the vault: what it announces is on disk
+            stamp = await self._announced_stamp()  # before reading the vault: what it announces is on disk
             if stamp == self._stamp_seen:
                 return True  # done meanwhile (by this worker's own reload)
             try:
@@ -399,7 +435,7 @@ class Service:
 
     async def reload(self, announce: bool = True) -> dict[str, Any]:
         async with self._reload_lock:
-            return await self._reload_locked(announce=announce, stamp=_read_stamp(self.stamp_path))
+            return await self._reload_locked(announce=announce, stamp=await self._announced_stamp())
 
     async def _reload_locked(self, announce: bool, stamp: str) -> dict[str, Any]:
         old = self.snapshot
@@ -414,21 +450,21 @@ class Service:
                 f"the vault could not be read ({type(error).__name__}); still serving the previous version",
             ) from None
         if announce:
-            written, version = _write_stamp(self.stamp_path, old.version + 1)
-            # (if the stamp could not be written, what is in the file now is what this worker has seen)
-            stamp = written if written is not None else _read_stamp(self.stamp_path)
+            # (never on the event loop: grasbot/service/shared.py)
+            written, version = await self.announcer.announce(old.version + 1)
+            # (if it could not be announced, what is announced now is what this worker has seen)
+            stamp = written if written is not None else await self._announced_stamp()
         else:
             version = stamp_version(stamp) or old.version + 1
-        new = dataclasses.replace(new, version=version)
+        # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
+        new = dataclasses.replace(new, version=max(version, old.version + 1))
         # The atomic swap: requests in flight keep their reference to `old`.
         self.snapshot = new
         self._stamp_seen = stamp
         elapsed = (time.perf_counter() - started) * 1000
         changes = _changes(old, new)
-        if changes["removed"] and self.memory.enabled:
-            # a note that left the public set (made private, deleted) may be quoted in remembered answers,
-            # which go back to the model with the next question: those conversations start afresh
-            self.memory.clear()
+        if changes["removed"]:
+            await self._forget_answers_from_before(new)
         log.info(
             "vault reloaded: version %d, %d notes (+%d -%d ~%d), %d problems, %.0f ms",
             new.version, new.size, len(changes["added"]), len(changes["removed"]),
@@ -441,25 +477,57 @@ class Service:
             "by_type": new.by_type,
             **changes,
             "problems": new.problems,
+            "unlisted_problems": new.unlisted_problems,
             "elapsed_ms": round(elapsed, 1),
         }
 
-    # -- answering ----------------------------------------------------------------------------------
-    def _search(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> tuple[SearchResult, bool]:
-        result = snap.index.search(question, self.settings.search_top_k)
-        if result.grounded or not history:
-            return result, False
-        # A follow-up ("et en quel langage ?") names nothing: retry with the previous question for context.
-        followup = snap.index.search(f"{history[-1].question} {question}", self.settings.search_top_k)
-        return (followup, True) if followup.grounded else (result, False)
+    async def _forget_answers_from_before(self, new: VaultSnapshot) -> None:
+        """A note left the public set (made private, deleted): a remembered answer may quote it, and would
+        go back to the model, the trace and the visitor with the next question of its session. Every turn
+        answered from an older snapshot is forgotten, including those of generations still under way,
+        which end after this reload (grasbot/service/memory.py)."""
+        await self.memory.forget_answers_before(new.version)
 
-    def _base_body(self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str) -> dict[str, Any]:
+    # -- admission ----------------------------------------------------------------------------------
+    async def admit(self, visitor: str) -> str | None:
+        """May `visitor` (an address) start an answer now? The rate limit, then a generation slot
+        (grasbot/service/limits.py): the slot's token, to give back with `release`, or ApiError 429 with
+        `Retry-After`. A refusal comes before any retrieval or generation, so a flood costs nothing."""
+        rate = await self.limits.admit(visitor)
+        if not rate.allowed:
+            raise ApiError(
+                429, "rate_limited", "too many questions from this address; try again later",
+                retry_after=int(rate.retry_after_header),
+            )  # fmt: skip
+        slot, token = await self.limits.acquire()
+        if not slot.allowed:
+            raise ApiError(
+                429, "busy", "every answer slot is taken; try again in a moment",
+                retry_after=int(slot.retry_after_header),
+            )  # fmt: skip
+        return token
+
+    async def release(self, token: str | None) -> None:
+        """Give a generation slot back, even from a request being cancelled (a visitor who left)."""
+        await asyncio.shield(self.limits.release(token))
+
+    # -- answering ----------------------------------------------------------------------------------
+    def _retrieve(self, snap: VaultSnapshot, question: str, history: list[Turn]) -> Retrieval:
+        """The one retrieval pipeline (grasbot/answer/pipeline.py), with this service's limits."""
+        s = self.settings
+        limits = RetrievalLimits(s.search_top_k, s.search_secondary_keep_ratio, s.search_secondary_max_chars)
+        return RetrievalPipeline(snap.index, limits, hidden=snap.hidden).retrieve(question, history)
+
+    def _base_body(
+        self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, session_id: str
+    ) -> dict[str, Any]:
         return {
             "sources": sources,
             "grounded": grounded,
             "model": self.settings.llm_model,
             "vault_size": snap.size,
             "trace_id": trace_id,
+            "session_id": session_id,
         }
 
     async def answer(
@@ -469,13 +537,18 @@ class Service:
         user_id: str | None,
         emit: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None,
     ) -> Answer:
-        """Answer `question`. With `emit`, stream: `sources` first, then `token`s; the caller sends the end."""
+        """Answer `question`. With `emit`, stream: `sources` first, then `token`s; the caller sends the end.
+
+        `session_id` is what the visitor sent: continued when this deployment issued it, else replaced by
+        a new id (a new, empty conversation); the answer carries the id to send next time.
+        """
         begun = time.perf_counter()
         snap = self.snapshot  # read once: this request uses this snapshot to the end
         s = self.settings
         if self.llm is None:
             raise RuntimeError("the service is not started")
-        history = self.memory.history(session_id)
+        session_id = self.sessions.continue_or_start(session_id)
+        history = await self.memory.history(session_id)
         # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
         min_score = s.search_min_score if s.search_min_score is not None else "engine-default"
         metadata = {"top_k": s.search_top_k, "min_score": min_score}
@@ -484,8 +557,8 @@ class Service:
         ) as trace:
             with trace.observation("retrieval", input={"query": question, "top_k": s.search_top_k}) as span:
                 started = time.perf_counter()
-                result, followup = self._search(snap, question, history)
-                hits = servable_hits(result.hits)
+                retrieval = self._retrieve(snap, question, history)
+                result, followup, hits = retrieval.result, retrieval.followup, list(retrieval.hits)
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
                     span.update(
@@ -497,7 +570,7 @@ class Service:
             trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
             trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")
-            base = self._base_body(snap, sources, grounded, trace.trace_id)
+            base = self._base_body(snap, sources, grounded, trace.trace_id, session_id)
             if emit is not None:
                 await emit("sources", base)
 
@@ -511,6 +584,7 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    context=retrieval.context,
                 )
                 if trace.enabled:
                     span.update(
@@ -576,7 +650,8 @@ class Service:
                         metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
                     )
             trace.update(output={"response": generation.text, "sources_count": len(sources), "grounded": grounded})
-        self.memory.remember(session_id, question, generation.text)
+        # Tagged with the snapshot it was answered from: refused if a reload removed a note since.
+        await self.memory.remember(session_id, question, generation.text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         return Answer(200, {"response": generation.text, **base}, generation.text, timings)
 
@@ -597,7 +672,9 @@ class Service:
         return meta
 
     # -- health -------------------------------------------------------------------------------------
-    async def health(self, vault_error: str | None = None) -> dict[str, Any]:
+    async def health(self, vault_error: str | None = None, details: bool = False) -> dict[str, Any]:
+        """The status. `details` (a caller with the reload token) adds where things are on this machine:
+        the vault's folder, the state folder and the worker's pid, which an anonymous caller never sees."""
         snap = self.snapshot
         llm = await self.llm.probe() if self.llm is not None else {"reachable": False, "model_available": False}
         if self.llm is not None:
@@ -606,14 +683,22 @@ class Service:
             llm["in_flight"] = self.llm.in_flight
             llm["max_connections"] = self.llm.max_connections
             llm["saturated"] = self.llm.in_flight >= self.llm.max_connections
-        healthy = llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None
-        return {
+        shared = {
+            "backend": "redis" if self.redis is not None else "local",
+            "memory": self.memory.status(),
+            "announcements": self.announcer.status(),
+            "limits": self.limits.status(),
+        }
+        shared_ok = all(v == "ok" for k, v in shared.items() if k != "backend")
+        healthy = (
+            llm["reachable"] and llm["model_available"] and not llm.get("saturated") and vault_error is None and shared_ok
+        )
+        config = self.settings.public_view()
+        body: dict[str, Any] = {
             "status": "ok" if healthy else "degraded",
             "version": __version__,
-            "worker_pid": os.getpid(),
             "vault_size": snap.size,
             "vault": {
-                "dir": str(snap.root),
                 "notes": snap.size,
                 "by_type": snap.by_type,
                 "problems": len(snap.problems),
@@ -622,9 +707,19 @@ class Service:
                 **({"error": vault_error} if vault_error else {}),
             },
             "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
-            "config": self.settings.public_view(),
+            "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
+            "shared": shared,
         }
+        if details:
+            body["worker_pid"] = os.getpid()
+            body["vault"]["dir"] = str(snap.root)
+            body["config"] = {**config, "state_dir": str(self.state_dir)}
+        return body
+
+
+#: Settings that say where things are on this machine: only in the `/health` of a caller with the token.
+_HEALTH_DETAILS = frozenset({"vault_dir", "state_dir"})
 
 
 @contextmanager
@@ -672,24 +767,6 @@ async def _wait_for_disconnect(request: Request) -> None:
         pass
 
 
-class _ClosingStreamingResponse(StreamingResponse):
-    """A StreamingResponse that always closes its body iterator, however the response ends.
-
-    Starlette stops iterating when the client leaves but leaves the generator suspended, to be closed
-    whenever it is garbage-collected; closing it here runs its clean-up (cancel the generation, close the
-    upstream stream) at once.
-    """
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            closer = getattr(self.body_iterator, "aclose", None)
-            if closer is not None:
-                with anyio.CancelScope(shield=True):
-                    await closer()
-
-
 class FeedbackIn(BaseModel):
     trace_id: str = Field(min_length=32, max_length=32, description="the `trace_id` of an answer")
     value: Literal[0, 1] = Field(description="1 for a useful answer, 0 for a bad one")
@@ -727,8 +804,235 @@ class _CatchAll:
                 await _error(500, "internal_error", "internal error")(scope, receive, send)
 
 
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+def has_reload_token(request: Request, token: str) -> bool:
+    """True when `request` carries `Authorization: Bearer <token>` (compared in constant time)."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+async def _log_start(service: Service, root: Path) -> None:
+    """The start-up lines: "ready" only when the LLM answers with the model; otherwise what is down and
+    what still works. And, loudly, a reload that anyone may trigger."""
+    s = service.settings
+    if s.reload_token is None:
+        log.warning(
+            "POST /reload-vault is open: GRASBOT_RELOAD_TOKEN is not set, so anyone who can reach this server "
+            "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
+        )
+    probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
+    where = redact_url(s.ollama_url)
+    langfuse = "on" if service.observability.enabled else "off"
+    if probe.get("reachable") and probe.get("model_available"):
+        log.info(
+            "GrasBot ready: vault %s (%d public notes), model %s at %s, langfuse %s",
+            root, service.snapshot.size, s.llm_model, where, langfuse,
+        )  # fmt: skip
+        return
+    if probe.get("reachable"):
+        down = f"Ollama at {where} does not have the model {s.llm_model} (`ollama pull {s.llm_model}`)"
+        effect = "502 `llm_model_not_found`"
+    else:
+        down = f"Ollama cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
+        effect = "503 `llm_unavailable`"
+    log.warning(
+        "GrasBot started, but the LLM is down: %s. Questions get %s (with their sources) until it is up; "
+        "/health, /reload-vault and /feedback work. Vault %s (%d public notes), langfuse %s",
+        down, effect, root, service.snapshot.size, langfuse,
+    )  # fmt: skip
+
+
+# -- the event stream (GET /ask/stream; docs/service.md, "The stream") -------------------------------
+# Framing, keep-alive comments and the client's disconnection are sse-starlette's; what is GrasBot's is
+# below: an `id:` on every event, a long `retry:` first, 204 to a reconnection, rejections as an event.
+# (FastAPI's own SSE runs only a generator endpoint, whose status is sent before its first line runs, so
+# the 204, the 403 and the rejection stream could not be chosen before it; and its ping interval is fixed.)
+
+#: The reference chat page (`/demo`, when DEMO_PAGE is on), shipped as package data.
+STATIC_DIR = Path(__file__).with_name("static")
+
+#: The comment line sent every STREAM_PING_SECONDS while a stream is open (waiting for the model, between
+#: tokens), so that a proxy or a browser never takes a silent connection for a dead one.
+KEEPALIVE_COMMENT = "keep-alive"
+
+#: Statuses that happen before a stream starts, as the OpenAPI page shows them.
+STREAM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the answer as Server-Sent Events (for an EventSource, also a rejection as one `failed` event)",
+        "content": {"text/event-stream": {}},
+    },
+    204: {"description": "a reconnection (the request carries `Last-Event-ID`): the answer is not produced again"},
+    403: {"description": "`origin_not_allowed`: a page of an origin that CORS_ORIGINS does not list"},
+}
+
+# sse-starlette ends every open stream as soon as uvicorn is told to stop; GrasBot's streams end by
+# themselves (LLM_TIMEOUT bounds them), so let uvicorn's graceful shutdown finish them as it finishes
+# every other response, as before the library was used.
+AppStatus.disable_automatic_graceful_drain()
+
+
+class EventIds:
+    """The `id:` of each event of one stream: `<stream>.<n>`, a random stream part and n from 0.
+
+    A browser sends the last id it saw as `Last-Event-ID` when it reconnects, which is how the server tells
+    a reconnection from a new question; the random part makes two streams' ids differ.
+    """
+
+    def __init__(self) -> None:
+        self.stream = secrets.token_hex(8)
+        self.count = 0
+
+    def next(self) -> str:
+        value = f"{self.stream}.{self.count}"
+        self.count += 1
+        return value
+
+
+def sse_event(ids: EventIds, event: str, data: dict[str, Any]) -> ServerSentEvent:
+    """One event: its name, the next id, the data as one line of JSON."""
+    return ServerSentEvent(json.dumps(data, ensure_ascii=False), event=event, id=ids.next(), sep="\n")
+
+
+def stream_opening(ids: EventIds, settings: Settings) -> ServerSentEvent:
+    """The first block of every stream: `retry:` and an `id:`, no data (a browser dispatches nothing).
+
+    The long retry is how long a browser whose page did not close its EventSource waits before it comes
+    back (the default, a day, instead of the browser's ~3 s); the id makes even a connection lost before
+    the first event come back with `Last-Event-ID`, which gets a 204.
+    """
+    return ServerSentEvent(id=ids.next(), retry=settings.stream_retry_ms, sep="\n")
+
+
+def event_stream_response(events: AsyncIterator[ServerSentEvent], settings: Settings) -> EventSourceResponse:
+    return EventSourceResponse(
+        events,
+        ping=settings.stream_ping_seconds,
+        ping_message_factory=lambda: ServerSentEvent(comment=KEEPALIVE_COMMENT, sep="\n"),
+        sep="\n",
+    )
+
+
+def accepts_event_stream(request: Request) -> bool:
+    """Whether the client names `text/event-stream` in `Accept`, as every EventSource does."""
+    accept = request.headers.get("accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == "text/event-stream" for part in accept.split(","))
+
+
+def reconnection_refusal() -> Response:
+    """The answer to a request that carries `Last-Event-ID`: a browser reconnecting to a stream it has
+    already had (finished or cut). 204 makes an EventSource stop for good; nothing is retrieved or
+    generated again. (A cut answer is not resumed: the generation stops when its client leaves.)"""
+    return Response(status_code=204, headers={"Cache-Control": "no-store"})
+
+
+def origin_refusal(request: Request, allowed: tuple[str, ...]) -> JSONResponse | None:
+    """A 403 for a question sent by a page of another origin that `allowed` (CORS_ORIGINS) does not list;
+    None when the request may go on. Checked before any retrieval or generation.
+
+    A cross-origin browser request names its page's origin in `Origin`. One that does not is either not
+    from a browser, same-origin, or a no-cors embed (`<img>`, `<script>`, `<iframe>` pointing at the API);
+    the last says `Sec-Fetch-Site: cross-site` (or `same-site`) and is refused too, except a top-level
+    navigation (`Sec-Fetch-Dest: document`: a link the visitor followed).
+    """
+    if "*" in allowed:
+        return None
+    origin = request.headers.get("origin")
+    message = "this API does not answer pages of this origin (CORS_ORIGINS)"
+    if origin is None:
+        site, dest = request.headers.get("sec-fetch-site"), request.headers.get("sec-fetch-dest")
+        if site in ("cross-site", "same-site") and dest != "document":
+            return _error(403, "origin_not_allowed", message)
+        return None
+    if origin in allowed or origin == f"{request.url.scheme}://{request.url.netloc}":
+        return None
+    response = _error(403, "origin_not_allowed", message)
+    # Readable by the refused page: an EventSource that cannot read a response (a CORS failure) retries
+    # it every few seconds for ever, one that reads a 403 stops. The body says nothing but the refusal.
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Vary"] = "Origin"
+    return response
+
+
+def rejection_stream(error: ApiError, settings: Settings) -> EventSourceResponse:
+    """A rejection before the answer (400, 413, 422, 503) as a stream of one `failed` event, for a client
+    that accepts `text/event-stream`: an EventSource reads no body of a response whose status is not 200,
+    so the page would only see its own `error`, with no reason. The status is in the event's data."""
+    ids = EventIds()
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        yield stream_opening(ids, settings)
+        yield sse_event(ids, "failed", {"status": error.status, "error": error.code, "message": error.message, **error.extra})
+
+    return event_stream_response(events(), settings)
+
+
+_INTERNAL_ERROR = {"status": 500, "error": "internal_error", "message": "internal error"}
+
+
+async def answer_events(
+    service: Service,
+    question: str,
+    session_id: str | None,
+    user_id: str | None,
+    legacy_error: bool,
+    slot: str | None = None,
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of one answer: the opening, `sources`, `token`s, then `done` or `failed`.
+
+    `legacy_error`: send the deprecated `error` right after `failed` (clients that do not accept
+    `text/event-stream`: scripts written when the failure event had that name; never an EventSource, where
+    an event named `error` reaches the page's `onerror` and cannot be told from a lost connection).
+    `slot`: the generation slot admitted for this answer, given back when the stream ends (a stream that
+    never starts leaves it to expire: slots are leases, grasbot/service/limits.py).
+    """
+    ids = EventIds()
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    async def emit(event: str, data: dict[str, Any]) -> None:
+        await queue.put((event, data))
+
+    async def produce() -> None:
+        # The whole answer runs in this one task, so the tracing context never crosses tasks.
+        try:
+            result = await service.answer(question, session_id, user_id, emit)
+            if result.status == 200:
+                await queue.put(("done", result.body))
+            else:
+                await queue.put(("failed", {"status": result.status, **result.body}))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the stream must end with an event, never hang
+            log.error("internal error %s while streaming", type(exc).__name__)
+            await queue.put(("failed", dict(_INTERNAL_ERROR)))
+
+    task: asyncio.Task[None] | None = None
+    getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
+    try:
+        task = service.spawn(produce())
+        yield stream_opening(ids, service.settings)
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                if queue.empty():  # the producer ended without a final event
+                    event, data = "failed", dict(_INTERNAL_ERROR)
+                else:
+                    continue
+            else:
+                event, data = getter.result()
+            yield sse_event(ids, event, data)
+            if event == "failed" and legacy_error:
+                yield sse_event(ids, "error", data)
+            if event in ("done", "failed"):
+                return
+    finally:
+        # The client left (sse-starlette cancels this generator) or the stream ended: stop the
+        # generation, which closes its stream to the model, and leave no task behind.
+        if getter is not None and not getter.done():
+            getter.cancel()
+        if task is not None:
+            await cancel_and_wait(task)
+        await service.release(slot)
 
 
 def create_app(settings: Settings | None = None, vault_dir: str | Path | None = None) -> FastAPI:
@@ -744,17 +1048,15 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await service.start()
-        log.info(
-            "GrasBot ready: vault %s (%d public notes), model %s at %s, langfuse %s",
-            root, service.snapshot.size, settings.llm_model, redact_url(settings.ollama_url),
-            "on" if service.observability.enabled else "off",
-        )  # fmt: skip
+        await _log_start(service, root)
         try:
             yield
         finally:
             await service.stop()
 
-    app = FastAPI(
+    # FastAPIOffline: the same FastAPI app, with the Swagger UI and ReDoc assets of /docs and /redoc served
+    # from the package (under /static-offline-docs) instead of a CDN, so the pages work offline.
+    app = FastAPIOffline(
         title="GrasBot",
         version=__version__,
         description="Sourced answers about the public notes of an Obsidian vault.",
@@ -762,17 +1064,26 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
     )
     app.state.service = service
     app.add_middleware(_CatchAll)
+    # Every request body capped (413 before it is read whole); added before CORS, so CORS wraps it and
+    # a 413 carries the CORS headers a browser needs to read it.
+    app.add_middleware(RequestBodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
+            expose_headers=["Server-Timing"],  # a page may split the LLM's time from the rest, as the benchmark does
         )
+    if settings.demo_page:
+        app.mount("/demo", StaticFiles(directory=STATIC_DIR, html=True), name="demo")
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.code, exc.message, **exc.extra)
+        response = _error(exc.status, exc.code, exc.message, **exc.extra)
+        if "retry_after" in exc.extra:
+            response.headers["Retry-After"] = str(exc.extra["retry_after"])
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -801,10 +1112,14 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None, description="anonymous conversation id (memory of the last turns)"),
         user_id: str | None = Query(None, description="anonymous visitor id (tracing only)"),
-    ) -> JSONResponse:
+    ) -> Response:
+        refusal = origin_refusal(request, settings.cors_origins)
+        if refusal is not None:
+            return refusal
         question = _check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
         await service.catch_up()  # never an answer from a vault another worker has reloaded since
+        slot = await service.admit(visitor_of(request))
         # The generation runs in its own task, cancelled if the visitor leaves before the answer.
         task = service.spawn(service.answer(question, sid, uid))
         watcher = asyncio.ensure_future(_wait_for_disconnect(request))
@@ -813,88 +1128,60 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         finally:
             watcher.cancel()
             await cancel_and_wait(task)
+            await service.release(slot)
         if task.cancelled() or not task.done():  # the client is gone: nobody reads this response
             return Response(status_code=499)
         result = task.result()
         return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
-    @app.get("/ask/stream", summary="Answer as Server-Sent Events: sources, token..., done | error")
+    @app.get(
+        "/ask/stream",
+        summary="Answer as Server-Sent Events: sources, token..., done | failed",
+        response_class=Response,  # (the OpenAPI page then shows text/event-stream only)
+        responses=STREAM_RESPONSES,
+    )
     async def ask_stream(
+        request: Request,
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None),
         user_id: str | None = Query(None),
-    ) -> StreamingResponse:
-        question = _check_question(q, settings.ask_max_chars)
-        sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
-        await service.catch_up()  # never an answer from a vault another worker has reloaded since
-        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-
-        async def emit(event: str, data: dict[str, Any]) -> None:
-            await queue.put((event, data))
-
-        async def produce() -> None:
-            # The whole answer runs in this one task, so the tracing context never crosses tasks.
-            try:
-                result = await service.answer(question, sid, uid, emit)
-                if result.status == 200:
-                    await queue.put(("done", result.body))
-                else:
-                    await queue.put(("error", {"status": result.status, **result.body}))
-            except asyncio.CancelledError:
+    ) -> Response:
+        refusal = origin_refusal(request, settings.cors_origins)
+        if refusal is not None:
+            return refusal
+        if request.headers.get("last-event-id") is not None:
+            return reconnection_refusal()
+        as_event_source = accepts_event_stream(request)
+        try:
+            question = _check_question(q, settings.ask_max_chars)
+            sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
+            await service.catch_up()  # never an answer from a vault another worker has reloaded since
+            slot = await service.admit(visitor_of(request))  # 429 before any work (grasbot/service/limits.py)
+        except ApiError as error:
+            if not as_event_source:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the stream must end with an event, never hang
-                log.error("internal error %s while streaming", type(exc).__name__)
-                await queue.put(("error", {"status": 500, "error": "internal_error", "message": "internal error"}))
-
-        async def events() -> AsyncIterator[bytes]:
-            task = service.spawn(produce())
-            getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
-            try:
-                while True:
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                    if getter not in done:
-                        getter.cancel()
-                        if queue.empty():  # the producer ended without a final event
-                            yield _sse("error", {"status": 500, "error": "internal_error", "message": "internal error"})
-                            return
-                        continue
-                    event, data = getter.result()
-                    yield _sse(event, data)
-                    if event in ("done", "error"):
-                        return
-            finally:
-                # The client left (or the stream ended): stop the generation, which closes its stream to
-                # Ollama, and leave no task behind.
-                if getter is not None and not getter.done():
-                    getter.cancel()
-                await cancel_and_wait(task)
-
-        return _ClosingStreamingResponse(
-            events(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+            return rejection_stream(error, settings)
+        events = answer_events(service, question, sid, uid, legacy_error=not as_event_source, slot=slot)
+        return event_stream_response(events, settings)
 
     @app.get("/health", summary="Status, configuration (no secrets), vault counts, LLM reachability")
-    async def health() -> JSONResponse:
+    async def health(request: Request) -> JSONResponse:
         vault_error = None
         try:
             await service.catch_up()
         except ApiError as error:
             vault_error = error.code
-        return JSONResponse(await service.health(vault_error))
+        # Where the vault and the process are (folder, pid) only for a caller with the reload token.
+        details = settings.reload_token is not None and has_reload_token(request, settings.reload_token)
+        return JSONResponse(await service.health(vault_error, details=details))
 
     @app.post("/reload-vault", summary="Re-read the vault and swap the index atomically")
     async def reload_vault(request: Request) -> JSONResponse:
         token = settings.reload_token
-        if token is not None:
-            header = request.headers.get("authorization", "")
-            scheme, _, given = header.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-                response = _error(401, "unauthorized", "POST /reload-vault needs `Authorization: Bearer <token>`")
-                response.headers["WWW-Authenticate"] = "Bearer"
-                return response
+        if token is not None and not has_reload_token(request, token):
+            response = _error(401, "unauthorized", "POST /reload-vault needs `Authorization: Bearer <token>`")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
         return JSONResponse(await service.reload())
 
     @app.post("/feedback", summary="Record a visitor's thumb up (1) or down (0) as the Langfuse score user_feedback")

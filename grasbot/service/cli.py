@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import ipaddress
 import json
 import logging
 import os
@@ -35,7 +36,7 @@ def _no_delay_protocol() -> type:
 
     With `--workers N` uvicorn binds the socket itself without saying it is TCP, so asyncio does not set
     TCP_NODELAY on accepted connections; a response (headers and body written separately) then waits for
-    the client's delayed ACK: 40 ms per answer (measured in benchmarks/bench_server.py).
+    the client's delayed ACK on every answer (measured by benchmarks/bench_server.py; benchmarks/README.md).
     """
     import socket
 
@@ -59,6 +60,10 @@ def _no_delay_protocol() -> type:
             body = json.dumps(BAD_HTTP_REQUEST).encode()
             headers = [
                 (b"content-type", b"application/json"),
+                # The request's headers were not read, so its Origin is unknown: any page may read this
+                # constant refusal (it says nothing else), and an EventSource that can read it stops
+                # instead of retrying a CORS failure for ever (docs/service.md, "The stream").
+                (b"access-control-allow-origin", b"*"),
                 (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ]
@@ -86,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument(
+        "--allow-open-reload",
+        action="store_true",
+        help="bind a non-loopback --host even though GRASBOT_RELOAD_TOKEN is not set (anyone who reaches the "
+        "server may then trigger POST /reload-vault); also GRASBOT_ALLOW_OPEN_RELOAD=true",
+    )
     serve.add_argument(
         "--log-level",
         default="info",
@@ -119,9 +130,32 @@ def _fail(message: str) -> int:
     return 2
 
 
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches (127.0.0.0/8, ::1, `localhost`); any other name
+    counts as reachable from elsewhere (fail closed: a name may resolve to a public address)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def open_reload_refusal(host: str, token_set: bool, allowed: bool) -> str | None:
+    """Why `grasbot serve` refuses to start (None: it may): an open POST /reload-vault on an address
+    other machines reach, not asked for."""
+    if token_set or allowed or is_loopback(host):
+        return None
+    return (
+        f"--host {host} is reachable from other machines, and POST /reload-vault needs no token: set "
+        "GRASBOT_RELOAD_TOKEN (docs/service.md), or pass --allow-open-reload (GRASBOT_ALLOW_OPEN_RELOAD=true) "
+        "if an open reload is meant"
+    )
+
+
 #: What `grasbot serve` imports, from the `serve` extra (pyproject.toml): checked first, for a clear message.
 SERVE_MODULES = ("fastapi", "starlette", "pydantic", "uvicorn", "h11", "anyio", "ollama", "langfuse", "opentelemetry",
-                 "dotenv")
+                 "dotenv", "fastapi_offline", "sse_starlette", "platformdirs")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -134,6 +168,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from grasbot.service.settings import ConfigError, Settings
+    from grasbot.service.state import StateDirError, private_dir
 
     if args.vault:
         os.environ["VAULT_DIR"] = str(Path(args.vault).expanduser().resolve())
@@ -147,6 +182,15 @@ def serve(args: argparse.Namespace) -> int:
         return _fail(f"--port must be between 1 and 65535, got {args.port}")
     if args.workers < 1:
         return _fail(f"--workers must be at least 1, got {args.workers}")
+    refusal = open_reload_refusal(
+        args.host, settings.reload_token is not None, args.allow_open_reload or settings.allow_open_reload
+    )
+    if refusal is not None:
+        return _fail(refusal)
+    try:  # checked here too, so a state folder that cannot be used is one clear line, not a worker's traceback
+        private_dir(settings.state_dir)
+    except StateDirError as error:
+        return _fail(str(error))
     uvicorn.run(
         "grasbot.service.api:create_app",
         factory=True,

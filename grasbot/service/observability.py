@@ -1,4 +1,4 @@
-"""Langfuse tracing of every question (DESIGN §9), and a silent no-op without keys.
+"""Langfuse tracing of every question (docs/service.md, "Langfuse"), and a silent no-op without keys.
 
 One question is one trace `ask` (input query; output response, sources_count, grounded; metadata top_k,
 min_score; session_id and user_id; tags `grounded`|`ungrounded`, `model:<name>`, `vault-miss`) with a span

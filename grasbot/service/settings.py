@@ -46,6 +46,17 @@ ENV_VARIABLES: dict[str, str] = {
     "MEMORY_MAX_CHARS": "characters of history kept per session (default 6000)",
     "MEMORY_TTL_SECONDS": "a remembered turn older than this is forgotten (default 1800)",
     "MEMORY_MAX_SESSIONS": "sessions remembered at once; the least recent is dropped first (default 10000)",
+    # -- the service's own guards (request bodies, private state, an open reload)
+    "MAX_BODY_BYTES": "longest request body accepted, in bytes (default 16384); 413 `body_too_large` above",
+    "GRASBOT_STATE_DIR": "private folder (0700) for the reload stamp and lock and the session key (default: the user's state folder)",
+    "GRASBOT_ALLOW_OPEN_RELOAD": "let `grasbot serve` bind a non-loopback address with no GRASBOT_RELOAD_TOKEN (default false)",
+    "GRASBOT_REDIS_URL": "Redis (or Valkey) shared by every replica: memory, reload announcements, limits (default: unset, in-process)",
+    "GRASBOT_RATE_LIMIT": "questions per minute per visitor address, 429 above (default 30; 0: no limit)",
+    "GRASBOT_RATE_BURST": "questions a visitor may send at once above the steady rate (default 10)",
+    "GRASBOT_MAX_GENERATIONS": "answers generated at once, over every replica with Redis; 429 above (default 8; 0: no cap)",
+    "STREAM_RETRY_MS": "the `retry:` /ask/stream sends first: how long a browser waits before reconnecting (default 86400000, a day)",
+    "STREAM_PING_SECONDS": "seconds between two keep-alive comments on an /ask/stream (default 15)",
+    "DEMO_PAGE": "serve the reference chat page at /demo (default false)",
 }
 
 
@@ -87,6 +98,30 @@ class Settings:
     memory_max_chars: int = 6000
     memory_ttl_seconds: float = 1800.0
     memory_max_sessions: int = 10_000
+    # -- the service's own guards (request bodies, private state, an open reload) --------------------
+    #: MAX_BODY_BYTES: a request whose body is longer gets 413 before the body is read whole (a feedback
+    #: body is a few hundred bytes; a 2,000-character comment fits unless written in escaped emoji).
+    max_body_bytes: int = 16_384
+    #: GRASBOT_STATE_DIR: the private folder (mode 0700, files 0600) where the workers of one deployment
+    #: share the reload stamp, its lock and the key that signs session ids. None: the user's state
+    #: folder (`platformdirs.user_state_dir("grasbot")`), never a shared temp folder.
+    state_dir: Path | None = None
+    #: GRASBOT_ALLOW_OPEN_RELOAD: `grasbot serve` refuses a non-loopback `--host` while POST /reload-vault
+    #: needs no token, unless this (or `--allow-open-reload`) says it is meant.
+    allow_open_reload: bool = False
+    # -- several replicas and admission (docs/deploy.md) ----------------------------------------------
+    #: GRASBOT_REDIS_URL: conversation memory, reload announcements and limits shared by every replica
+    #: through this Redis (or Valkey); unset: in this process (and the stamp file between workers).
+    redis_url: str | None = field(default=None, repr=False)
+    #: GRASBOT_RATE_LIMIT: questions per minute per visitor (their address); 0: no limit.
+    rate_limit: int = 30
+    #: GRASBOT_RATE_BURST: questions a visitor may send at once above the steady rate.
+    rate_burst: int = 10
+    #: GRASBOT_MAX_GENERATIONS: answers generated at once (over every replica with Redis); 0: no cap.
+    max_generations: int = 8
+    stream_retry_ms: int = 86_400_000
+    stream_ping_seconds: float = 15.0
+    demo_page: bool = False
 
     def __post_init__(self) -> None:
         # A blank token would make `Authorization: Bearer ` pass: never accept one, however it was built.
@@ -167,6 +202,30 @@ class Settings:
             kwargs["memory_ttl_seconds"] = _float("MEMORY_TTL_SECONDS", v, 0.0, None)
         if (v := get("MEMORY_MAX_SESSIONS")) is not None:
             kwargs["memory_max_sessions"] = _int("MEMORY_MAX_SESSIONS", v, 1, None)
+        # -- the service's own guards
+        if (v := get("MAX_BODY_BYTES")) is not None:
+            kwargs["max_body_bytes"] = _int("MAX_BODY_BYTES", v, 256, None)
+        if (v := get("GRASBOT_STATE_DIR")) is not None:
+            kwargs["state_dir"] = Path(v).expanduser()
+        if (v := env.get("GRASBOT_ALLOW_OPEN_RELOAD")) is not None:
+            kwargs["allow_open_reload"] = _bool("GRASBOT_ALLOW_OPEN_RELOAD", v)
+        # -- several replicas and admission
+        if (v := get("GRASBOT_REDIS_URL")) is not None:
+            if urlsplit(v).scheme not in ("redis", "rediss", "unix"):
+                raise ConfigError(f"GRASBOT_REDIS_URL must be a redis://, rediss:// or unix:// URL, not {redact_url(v)!r}")
+            kwargs["redis_url"] = v
+        if (v := get("GRASBOT_RATE_LIMIT")) is not None:
+            kwargs["rate_limit"] = _int("GRASBOT_RATE_LIMIT", v, 0, 1_000_000)
+        if (v := get("GRASBOT_RATE_BURST")) is not None:
+            kwargs["rate_burst"] = _int("GRASBOT_RATE_BURST", v, 1, 1_000_000)
+        if (v := get("GRASBOT_MAX_GENERATIONS")) is not None:
+            kwargs["max_generations"] = _int("GRASBOT_MAX_GENERATIONS", v, 0, 100_000)
+        if (v := get("STREAM_RETRY_MS")) is not None:
+            kwargs["stream_retry_ms"] = _int("STREAM_RETRY_MS", v, 0, None)
+        if (v := get("STREAM_PING_SECONDS")) is not None:
+            kwargs["stream_ping_seconds"] = _float("STREAM_PING_SECONDS", v, 0.01, None)
+        if (v := env.get("DEMO_PAGE")) is not None:
+            kwargs["demo_page"] = _bool("DEMO_PAGE", v)
         return cls(**kwargs)
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -184,7 +243,7 @@ class Settings:
 
     def public_view(self) -> dict[str, Any]:
         """The active configuration without any secret, for `/health` and logs."""
-        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key"}
+        hidden = {"reload_token", "langfuse_secret_key", "langfuse_public_key", "redis_url"}
         view: dict[str, Any] = {}
         for f in fields(self):
             if f.name in hidden:

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
-    from grasbot.search.index import SearchIndex
-    from grasbot.vault import Vault
+    from grasbot import RetrievalPipeline, Vault
 
 
 class CliError(Exception):
@@ -51,7 +50,7 @@ def split_vault_positional(values: list[str], least: int) -> tuple[str | None, l
 
 def load_vault(root: Path) -> Vault:
     """`Vault.load`, with a folder that vanished or cannot be read turned into a CliError."""
-    from grasbot.vault import Vault
+    from grasbot import Vault
 
     try:
         return Vault.load(root)
@@ -59,11 +58,12 @@ def load_vault(root: Path) -> Vault:
         raise CliError(str(exc)) from None
 
 
-def load_public_index(root: Path, purpose: str) -> SearchIndex:
-    """The vault's search index; CliError when no public note is left to retrieve (`purpose` says for what)."""
-    from grasbot.search.index import SearchIndex
+def load_pipeline(root: Path, purpose: str, top_k: int = 5) -> RetrievalPipeline:
+    """The bot's retrieval pipeline over the vault at `root` (its index, its hidden notes, `top_k` notes a
+    question); CliError when no public note is left to retrieve (`purpose` says for what)."""
+    from grasbot import RetrievalLimits, RetrievalPipeline
 
-    index = SearchIndex.build(load_vault(root))
-    if index.size == 0:
+    pipeline = RetrievalPipeline.of_vault(load_vault(root), limits=RetrievalLimits(top_k=top_k))
+    if pipeline.index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")
-    return index
+    return pipeline

@@ -9,7 +9,7 @@ import sys
 from vaulttools.commands._common import (
     CliError,
     add_vault_arguments,
-    load_public_index,
+    load_pipeline,
     split_vault_positional,
     vault_path,
 )
@@ -21,7 +21,7 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
-    parser.add_argument("--json", action="store_true", help="print JSON (DESIGN §10) instead of a table")
+    parser.add_argument("--json", action="store_true", help="print JSON (docs/architecture.md) instead of a table")
     parser.add_argument("question", nargs="+", metavar="[PATH] QUESTION",
                         help="the visitor's question; a first word that is an existing folder, followed by more, "
                              "is the vault (vaulttools ask vault \"Rust ?\")")
@@ -36,16 +36,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args, given)
 
-    from grasbot.answer.context import plan_context
-
-    index = load_public_index(root, "nothing GrasBot could retrieve")
-    result = index.search(question, top_k=args.top_k)
-    plan = plan_context(result.hits)
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
 
     if args.json:
         payload = {
-            "query": result.query,
-            "grounded": result.grounded,
+            "query": retrieval.result.query,
+            "grounded": retrieval.grounded,
             "results": [
                 {
                     "slug": hit.id,
@@ -57,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
                 }
-                for hit, context in zip(result.hits, plan, strict=True)
+                for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
         }
         json.dump(payload, sys.stdout, ensure_ascii=False, indent=2)
@@ -67,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from vaulttools.tables import Column, console as make_console, print_table
 
     console = make_console()
-    if not result.hits:
+    if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
         return 0
@@ -77,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         [str(rank), hit.id, hit.note.title, hit.note.type or "-", f"{hit.score:.2f}",
          "cut" if context.truncated else "whole", ", ".join(hit.reasons)]
-        for rank, (hit, context) in enumerate(zip(result.hits, plan, strict=True), 1)
+        for rank, (hit, context) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1)
     ]
     print_table(console, columns, rows, title=question)
     verdict = (
         "[green]grounded: yes[/green] (the notes above are credible sources)"
-        if result.grounded
+        if retrieval.grounded
         else "[yellow]grounded: no[/yellow] (no note is a credible source: the bot is told not to invent facts)"
     )
     console.print(verdict)

@@ -9,7 +9,7 @@ import sys
 from vaulttools.commands._common import (
     CliError,
     add_vault_arguments,
-    load_public_index,
+    load_pipeline,
     split_vault_positional,
     vault_path,
 )
@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     root = vault_path(args, given)
 
-    index = load_public_index(root, "nothing to evaluate")
+    pipeline = load_pipeline(root, "nothing to evaluate")
+    index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
         print(
@@ -46,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
             f"of {root}",
             file=sys.stderr,
         )
-    evaluate(questions[:3], index.search)  # warm the stem cache so the timing is the search alone
-    report = evaluate(questions, index.search)
+    # the bot's own retrieval (grasbot/answer/pipeline.py), as the API runs it for a first question
+    evaluate(questions[:3], pipeline.search)  # warm the stem cache so the timing is the retrieval alone
+    report = evaluate(questions, pipeline.search)
     summary = report.summary()
 
     if args.json:

@@ -48,9 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # The cyclic GC stays off for the whole command, as the loader and the rules already keep it off for
-    # their own parts: re-enabled in between, its first pass would scan every finding and report row of the
-    # run (35k findings on the 10k benchmark vault: ~0.04 s) for garbage the run does not make.
+    # The cyclic GC stays off for the whole command, as the loader and the rules already keep it off for their
+    # own parts: re-enabled in between, its first pass would scan every finding and report row of the run (35k
+    # findings on the 10k benchmark vault (benchmarks/README.md, "Figures behind the code")) for garbage the
+    # run does not make.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -117,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
     vault = None
     result = None
     if not answered:
-        from grasbot.vault import Vault
+        from grasbot import Vault
         from vaulttools.lint import lint_vault
 
         try:

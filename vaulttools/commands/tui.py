@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
-from vaulttools.commands.reload import add_api_arguments, api_url
+from vaulttools.commands.reload import add_api_arguments, api_token, api_url
 
 NAME = "tui"
 #: The install extra this command needs (vaulttools.extras).
@@ -43,6 +43,6 @@ def run(args: argparse.Namespace) -> int:
 
     from vaulttools.tui.app import VaultApp
 
-    app = VaultApp(root, taxonomy=taxonomy, api=api, token=args.token, watch=not args.no_watch)
+    app = VaultApp(root, taxonomy=taxonomy, api=api, token=api_token(args), watch=not args.no_watch)
     app.run()
     return 0

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
-from vaulttools.commands.reload import add_api_arguments, api_url
+from vaulttools.commands.reload import add_api_arguments, api_token, api_url
 from vaulttools.words import count
 
 if TYPE_CHECKING:
@@ -373,6 +373,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
 
     root = vault_path(args)
     api = None if args.no_reload else api_url(args)
+    token = api_token(args) if api else None  # a bad --token-file is said now, before the first check
     if args.quiet_ms < 10 or args.quiet_ms > 10_000:
         raise CliError("--quiet-ms must be between 10 and 10000")
     reporter = Reporter(stream or sys.stdout, args.format)
@@ -392,7 +393,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
         stats.reloads_sent += 1
         reporter.push(event)
 
-    pusher = Pusher(api, args.token, on_event=on_push) if api else None
+    pusher = Pusher(api, token, on_event=on_push) if api else None
 
     def handle(batch: WatchBatch) -> None:
         ready.wait()

@@ -54,7 +54,7 @@ from pathlib import Path
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from grasbot.model import Heading, Note, Resolution
+from grasbot import Heading, Note, Resolution
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 
@@ -104,11 +104,11 @@ def exports(note: Note) -> tuple:
 
     (headings, block ids, slug, aliases as the engine reads them, their folded forms, raw visibility,
     is_private)."""
-    from vaulttools.lint.rules.slugs import _alias_strings, alias_keys
+    from vaulttools.lint.rules.slugs import alias_strings, alias_keys
 
     meta = note.meta if isinstance(note.meta, dict) else {}
     slug = meta.get("slug")
-    aliases = _alias_strings(meta.get("aliases"))
+    aliases = alias_strings(meta.get("aliases"))
     visibility = meta.get("visibility")
     return (
         tuple((h.text, h.level) for h in note.headings),
@@ -206,7 +206,8 @@ class _CachedVault:
         """The engine's resolver, indexed only with the files whose name is one of `names` (a link can only
         resolve to a file of its own name, so the result is the same as with the whole index) and the
         aliases in `alias_keys` (consulted only to name the likely target of a broken link)."""
-        from grasbot.links import Resolver, name_key
+        from grasbot.links import Resolver
+        from grasbot import name_key
 
         resolver = Resolver()
         note_names, file_names = self.name_index()
@@ -236,15 +237,16 @@ class _CachedVault:
 
     def link_problems(self, path: str, into: Collection[str] = ()) -> list[Resolution]:
         """As `grasbot.vault.Vault.link_problems`: the links that are not plain OK, and the OK ones into `into`."""
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         ok = LinkStatus.OK
         return [r for r in self.resolutions(path) if r.status is not ok or r.target_path in into]
 
     def resolutions(self, path: str) -> list[Resolution]:
-        from grasbot.links import link_key, name_key
+        from grasbot.links import link_key
+        from grasbot import name_key
 
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         note = self.notes[path]
         names = {link_key(link.target) for link in note.links if link.target}
@@ -261,7 +263,7 @@ def _name_index(notes, files) -> tuple[dict[str, list[str]], dict[str, list[str]
     """Note paths by the `name_key` of their file name without `.md`, and other files' paths by the `name_key`
     of their file name: a link can only resolve to a file of its own name, so an incremental run indexes just
     those (paths in sorted order, as the resolver was fed before)."""
-    from grasbot.links import name_key
+    from grasbot import name_key
 
     by_note: dict[str, list[str]] = {}
     for path in sorted(notes):
@@ -585,7 +587,7 @@ class LintCache:
                 raw = (self.root / rel).read_bytes()
             except OSError:
                 return False
-            from grasbot.vault import read_note
+            from grasbot import read_note
 
             note = read_note(rel, raw)
             if note.digest == entry[0]:
@@ -609,7 +611,7 @@ class LintCache:
         return True
 
     def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
-        from vaulttools.lint.engine import _keep, check_one_note
+        from vaulttools.lint.engine import is_kept, check_one_note
         from vaulttools.lint.rules import LintContext, links, slugs
         from vaulttools.lint.registry import RULE_NAMES
         from vaulttools.lint.rules.frontmatter import suppressed_rules
@@ -626,7 +628,7 @@ class LintCache:
             found = check_one_note(note, ctx)
             found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
             suppressed = suppressed_rules(note)
-            kept = [d for d in found if _keep(d, config, suppressed)]
+            kept = [d for d in found if is_kept(d, config, suppressed)]
             kept = apply_inline(kept, {path: note}.get, (path,), config.enabled, suppressed_rules, RULE_NAMES,
                                 ctx.severity, ("answer-not-retrieved",))
             kept.sort(key=lambda d: d.sort_key)

@@ -62,8 +62,9 @@ class Diagnostic(NamedTuple):
     """One finding. Positions are 1-based lines and columns (characters), end exclusive, as editors show them.
 
     A named tuple rather than a frozen dataclass: as immutable and as readable, and built at C speed (a frozen
-    dataclass's `__init__` sets each of its nine fields through `object.__setattr__`: 1.5 µs a finding, where
-    the 10k benchmark vault has 35k findings). Rules that build many findings use `new_diagnostic`."""
+    dataclass's `__init__` sets each of its nine fields through `object.__setattr__`, for each of the 35k
+    findings of the 10k benchmark vault (benchmarks/README.md, "Figures behind the code")). Rules that build
+    many findings use `new_diagnostic`."""
 
     path: str  # vault-relative, POSIX separators
     line: int
@@ -80,7 +81,7 @@ class Diagnostic(NamedTuple):
         return (self.path, self.line, self.column, self.rule, self.message)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of DESIGN §10 (stable: other tools read it)."""
+        """The JSON shape of docs/architecture.md, "Stable output shapes" (other tools read it)."""
         return {
             "path": self.path,
             "line": self.line,

@@ -3,7 +3,7 @@ watcher and the TUI), and applying their fixes (`apply_fixes`).
 
 Typical use::
 
-    from grasbot.vault import Vault
+    from grasbot import Vault
     from vaulttools.taxonomy import find_taxonomy, load_taxonomy
     from vaulttools.lint import lint_vault, load_config
 
@@ -27,19 +27,20 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grasbot.model import Note
+from grasbot import Note
 from vaulttools.lint import positions
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
 from vaulttools.lint.registry import ENGINE_VERSION, RULE_NAMES, RULES
-from vaulttools.lint.rules import LintContext, checks
+from vaulttools.lint.rules import LintContext
+from vaulttools.lint.rules.families import checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 from vaulttools.lint.suppression import apply_inline
 
 if TYPE_CHECKING:
-    from grasbot.search.index import SearchIndex
-    from grasbot.vault import Vault
+    from grasbot import SearchIndex
+    from grasbot import Vault
     from vaulttools.lint.cache import LintCache
 
 __all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]
@@ -80,7 +81,7 @@ def _context(vault: Vault, taxonomy: Any, config: LintConfig, index: SearchIndex
     return LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today(), index=index)
 
 
-def _keep(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
+def is_kept(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
     return config.enabled(diag.rule) and diag.rule not in suppressed
 
 
@@ -120,8 +121,9 @@ def _run(
     positions.reset()  # notes may have been replaced since the last run
     # A run allocates a few hundred thousand tuples and lists (findings, spans, alias groups: 35k findings on
     # the 10k benchmark vault) and frees almost none before it ends: the cyclic GC would rescan them again and
-    # again for nothing (0.1 s of a 1 s run). It is off for the run, as for `Vault.load`; reference counting
-    # still frees everything the run drops, and nothing here makes reference cycles.
+    # again for nothing (a tenth of the run (benchmarks/README.md, "Figures behind the code")). It is off for
+    # the run, as for `Vault.load`; reference counting still frees everything the run drops, and nothing here
+    # makes reference cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -275,7 +277,7 @@ def apply_fixes(
     replaced atomically unless it changed on disk meanwhile (`FileFix.error` says so). With `write=False`
     nothing is written: use `FileFix.diff()` to show what would change.
     """
-    from grasbot.vault import read_note
+    from grasbot import read_note
 
     config = config or LintConfig()
     ctx = _context(vault, taxonomy, config, None, today)
@@ -300,7 +302,7 @@ def apply_fixes(
                 break
             note = read_note(path, current)
             suppressed = suppressed_rules(note)
-            again = [d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)]
+            again = [d for d in check_one_note(note, ctx) if d.fix is not None and is_kept(d, config, suppressed)]
             if not again:
                 break
             step = fix_bytes(path, current, again)
@@ -315,7 +317,7 @@ def apply_fixes(
             # report as skipped only what the final text still has, once, where it now is.
             note = read_note(path, current)
             suppressed = suppressed_rules(note)
-            left = {(d.rule, d.message): d for d in check_one_note(note, ctx) if d.fix is not None and _keep(d, config, suppressed)}
+            left = {(d.rule, d.message): d for d in check_one_note(note, ctx) if d.fix is not None and is_kept(d, config, suppressed)}
             still: dict[tuple[str, str], tuple[Diagnostic, str]] = {}
             for diag, reason in result.skipped:
                 now = left.get((diag.rule, diag.message))

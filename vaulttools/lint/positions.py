@@ -1,16 +1,16 @@
 """Where a frontmatter key and the items of its value are, found cheaply for lint findings.
 
 The engine gives every note `key_positions` and `item_positions`, computed on first access by parsing the
-whole frontmatter again (about 0.1 ms a note: 1 s for the 9k notes with findings of the 10k benchmark
-vault, most of them asked only where their `aliases` are). A finding needs one key, or the items of one
-list. For the usual frontmatter — a flat block mapping of `key: scalar`, `key: [a, b]`, and `key:` followed
-by `- item` lines — this module reads just that key's lines, with the same patterns as the engine's own
-fast path (`grasbot.markdown.frontmatter`), and accepts what it read only when it reads back as the value the engine
-parsed (`note.meta`): same number of items, each the same string. Anything else (tabs, `\\r`, a quoted,
-indented, repeated or merged key, a comment or anchor after the key, single-quoted or multi-line items,
-a typed scalar that does not print back as written, ...) returns None, and the caller asks the engine.
-So a span from here is always the engine's span; `tests/test_lint_positions.py` compares both on every
-key and item of the bundled vault, the fixtures, the corpora and the synthetic vault.
+whole frontmatter again (a second on the 9k notes with findings of the 10k benchmark vault:
+benchmarks/README.md, "Figures behind the code"; most of them asked only where their `aliases` are). A finding
+needs one key, or the items of one list. For the usual frontmatter — a flat block mapping of `key: scalar`,
+`key: [a, b]`, and `key:` followed by `- item` lines — this module reads just that key's lines, with the same
+patterns as the engine's own fast path (`grasbot.markdown.frontmatter`), and accepts what it read only when it
+reads back as the value the engine parsed (`note.meta`): same number of items, each the same string. Anything
+else (tabs, `\\r`, a quoted, indented, repeated or merged key, a comment or anchor after the key,
+single-quoted or multi-line items, a typed scalar that does not print back as written, ...) returns None, and
+the caller asks the engine. So a span from here is always the engine's span; `tests/test_lint_positions.py`
+compares both on every key and item of the bundled vault, the fixtures, the corpora and the synthetic vault.
 
 The answers are memoised per note object for one lint run (`reset` at the start and end of a run):
 `alias-duplicate` asks for the same note's aliases once per shared alias.
@@ -22,7 +22,7 @@ import re
 from typing import Any, NamedTuple
 
 from grasbot.markdown.frontmatter import PLAIN_SCALAR, SCALAR_TAIL, split_frontmatter
-from grasbot.model import LIST_FIELDS, Note, Span
+from grasbot import LIST_FIELDS, Note, Span
 
 __all__ = ["Column", "key_span", "item_spans", "item_layout", "reset"]
 
@@ -79,7 +79,8 @@ class Column(NamedTuple):
     """Where the items of the commonest block list are, without a `Span` per item: one item per line from line
     `line` on, each starting at `column` and running for its length plus `extra` (2 when every item is in
     double quotes). `alias-duplicate` reports 31k of the 10k benchmark vault's 56k aliases: it computes their
-    positions from this, where building a `Span` for every alias of every note cost it 0.03 s."""
+    positions from this, where building a `Span` for every alias of every note cost more
+    (benchmarks/README.md, "Figures behind the code")."""
 
     line: int  # line of the first item
     column: int

@@ -175,7 +175,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "ambiguous-link", "links", WARNING,
-        "Several files share the link's name; the nearest one is used.",
+        "Several files share the link's name; the one at the vault root, else the nearest, is used.",
         "Moving a note can silently change where the link goes. Write the path: `[[folder/Name]]`.",
         "[[index]]   # a/index.md and b/index.md", None,
     ),

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grasbot.links import comment_spans
+from grasbot.markdown.body import comment_spans
 from vaulttools.lint.diagnostics import Diagnostic, Severity, new_diagnostic
 
 if TYPE_CHECKING:

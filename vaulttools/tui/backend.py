@@ -1,7 +1,7 @@
 """The TUI's one door to the engine: loading, linting, retrieval, fixes, authoring, the API, the OS.
 
 Everything the app shows comes from here, and everything here calls the same functions as the command
-line: `Vault.load`, `SearchIndex.search` + `plan_context` (what `vaulttools ask` and the API call),
+line: `Vault.load`, the retrieval pipeline `RetrievalPipeline` (what `vaulttools ask` and the API call),
 `LiveVault` + `VaultWatcher` (what `vaulttools watch` runs), `apply_fixes` (`vaulttools lint --fix`),
 `create_note` (`vaulttools new`) and `reload_vault` (`vaulttools reload`). No Textual here: the methods
 are plain, blocking and thread-safe, and the app calls them from worker threads so the UI never waits.
@@ -32,8 +32,8 @@ from urllib.parse import quote
 
 
 if TYPE_CHECKING:
-    from grasbot.model import Note
-    from grasbot.vault import Vault
+    from grasbot import Note
+    from grasbot import Vault
     from vaulttools.authoring import NewNote
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.fixes import FileFix
@@ -56,9 +56,9 @@ __all__ = [
 #: How many notes the question preview lists (the API's SEARCH_TOP_K default).
 DEFAULT_TOP_K = 5
 #: Up to this many notes the LiveVault keeps the TUI's search index up to date with every save (see
-#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update then costs ~7 ms
-#: a save on 10k notes and ~25 ms on 50k (benchmarks/README.md, retrieval), where rebuilding it after a
-#: burst of saves costs ~2 s and ~10 s. Above, updates grow with the vault and the rebuild is kept.
+#: `Backend._make_live`). The TUI builds the index at start whatever the size; an update after a save costs
+#: milliseconds, where rebuilding it after a burst of saves costs seconds (benchmarks/README.md, retrieval).
+#: Above, updates grow with the vault and the rebuild is kept.
 INDEX_LIVE_LIMIT = 50_000
 #: From this many notes on, the heap is frozen after each full check (see `_freeze_heap`).
 FREEZE_ABOVE = 1000
@@ -288,6 +288,7 @@ class Backend:
         self._reindex_lock = threading.Lock()
         self._reindexing = False
         self._reindex_again = False
+        self._hidden: tuple[tuple[int, int], frozenset[str]] | None = None  # (vault, version) -> hidden names
 
     # -- loading ----------------------------------------------------------------------------------------
     @property
@@ -302,20 +303,16 @@ class Backend:
     def scan(self) -> list[NoteRow]:
         """The vault's note files, from a folder walk alone (no file is read): enough to draw the tree
         in a fraction of the time a full read of a big vault takes. Same exclusions as `Vault.load`."""
-        from grasbot.vault import Vault
+        from grasbot import Vault
 
         if not self.root.is_dir():
             raise BackendError(f"vault not found: {self.root} (pass a vault folder as PATH or --vault)")
-        walker = Vault(self.root.resolve())
-        try:
-            paths = [rel for rel, _ in walker._walk() if rel[-3:].lower() == ".md"]
-        except AttributeError:  # the walker moved: the tree waits for the full read instead
-            return []
-        return [NoteRow(p, p.rsplit("/", 1)[-1][:-3], None, False) for p in sorted(paths)]
+        paths = Vault(self.root.resolve()).note_files()
+        return [NoteRow(p, p.rsplit("/", 1)[-1].rsplit(".", 1)[0], None, False) for p in paths]
 
     def load(self) -> list[NoteRow]:
         """Read every note (no lint yet). BackendError for a missing or unreadable vault folder."""
-        from grasbot.vault import Vault
+        from grasbot import Vault
 
         started = time.perf_counter()
         try:
@@ -333,14 +330,15 @@ class Backend:
 
     def build_index(self) -> int:
         """Build the retrieval index (the question preview works from then on); returns its size."""
-        from grasbot.search.index import SearchIndex
+        from grasbot import SearchIndex
 
         if self._vault is None:
             raise BackendError("the vault is not loaded")
         started = time.perf_counter()
         self._index = SearchIndex.build(self._vault)
-        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the
-        # spelling corrector's tables take ~0.4 s on 10k notes) here rather than on the author's first key
+        # one search now, with a word the vault has never seen: the engine builds its lazy parts (the spelling
+        # corrector's tables: the slowest search of all, see benchmarks/README.md, TUI) here rather than on
+        # the author's first key
         self._index.search("quelle est la météo zzzq demain ?", 1)
         self.timings["index"] = time.perf_counter() - started
         if len(self._vault.notes) > FREEZE_ABOVE:
@@ -398,7 +396,7 @@ class Backend:
     def refresh_index(self) -> bool:
         """Rebuild the backend's own index from the live vault (big vaults only; run on a worker thread).
         Several calls while one runs make one more rebuild after it. Returns True when it rebuilt."""
-        from grasbot.search.index import SearchIndex
+        from grasbot import SearchIndex
 
         live = self.live
         if live is None or not self._own_index:
@@ -537,7 +535,7 @@ class Backend:
 
     def detail(self, path: str) -> NoteDetail | None:
         """Everything the note pane shows for one note; None when it is not a note (any more)."""
-        from grasbot.model import LinkStatus
+        from grasbot import LinkStatus
 
         live = self.live
         lock = live.lock if live is not None else threading.RLock()
@@ -581,27 +579,27 @@ class Backend:
         return NoteDetail(path, note, diags, tuple(links), tuple(backlinks), live is not None)
 
     def preview(self, query: str, top_k: int | None = None) -> Preview:
-        """What GrasBot would retrieve for `query`: the engine's ranking and the prompt plan."""
-        from grasbot.answer.context import plan_context
+        """What GrasBot would retrieve for `query`: the bot's own retrieval pipeline (ranking, servable
+        hits, prompt plan), as the API runs it for a visitor's first question."""
+        from grasbot import RetrievalLimits, RetrievalPipeline
 
         started = time.perf_counter()
         q = " ".join(query.split())
         if not q:
             return Preview("", False, (), 0, 0.0, "Type a question as a visitor would ask it.")
-        k = top_k or self.top_k
+        limits = RetrievalLimits(top_k=top_k or self.top_k)
         live = self.live
         if live is not None and live.index is not None and not self._own_index:
             with live.reading():
                 index = live.index
-                result = index.search(q, k)
+                retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
                 size = index.size
         elif self._index is not None:
             index = self._index
-            result = index.search(q, k)
+            retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
             size = index.size
         else:
             return Preview(q, False, (), 0, 0.0, "The search index is being built; the preview starts in a moment.")
-        plan = plan_context(result.hits)
         rows = tuple(
             PreviewRow(
                 rank,
@@ -615,9 +613,21 @@ class Backend:
                 "cut" if ctx.truncated else "whole",
                 len(ctx.text),
             )
-            for rank, (hit, ctx) in enumerate(zip(result.hits, plan, strict=True), 1)
+            for rank, (hit, ctx) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1)
         )
-        return Preview(q, result.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+        return Preview(q, retrieval.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+
+    def _hidden_names(self) -> frozenset[str]:
+        """The names of the notes a visitor may not see (the prompt removes links to them), computed once
+        per version of the vault."""
+        from grasbot.answer.prompt import hidden_names
+
+        vault, live = self.vault, self.live
+        key = (id(vault), live.version if live is not None else -1)
+        cached = self._hidden
+        if cached is None or cached[0] != key:
+            cached = self._hidden = (key, hidden_names(vault.notes.values()) if vault is not None else frozenset())
+        return cached[1]
 
     def summary(self) -> Summary:
         live = self.live

@@ -12,19 +12,14 @@ Syntax (words are ANDed; case and accents do not matter)::
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
+from grasbot import fold
 from vaulttools.tui.backend import NoteRow
 
-__all__ = ["NoteFilter", "fold"]
+__all__ = ["NoteFilter"]
 
 HELP = "name · type:projet · rule:broken-link · has:problems · has:fix · is:private · -word"
-
-
-def fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @dataclass(frozen=True, slots=True)

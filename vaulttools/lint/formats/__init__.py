@@ -1,4 +1,4 @@
-"""Report formats: `text` (people), `json` (other tools, DESIGN §10), `github` (workflow annotations), `sarif`
+"""Report formats: `text` (people), `json` (other tools, docs/architecture.md), `github` (workflow annotations), `sarif`
 (code scanning). Each module exposes `render(result, paths) -> str`.
 
 `text` (uncoloured), `json` and `github` are also built from *parts*: one string per note with findings
@@ -10,10 +10,11 @@ lint cache keeps the parts of the last report, so a second run prints 35k findin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from vaulttools.lint.formats.totals import Totals
 
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
@@ -24,36 +25,6 @@ __all__ = ["FORMATS", "PART_FORMATS", "Totals", "render", "render_bytes", "displ
 FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif")
 #: Formats that `note_part`/`assemble` build (sarif is one JSON document with rule metadata: rendered whole).
 PART_FORMATS: tuple[str, ...] = ("text", "json", "github")
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """What a report says besides its findings."""
-
-    root: Path
-    notes: int
-    taxonomy: Path | None
-    notices: tuple[str, ...]
-    errors: int
-    warnings: int
-    fixable: int
-    noted: int = -1  # notes with at least one finding (-1: not known)
-
-    @classmethod
-    def of(cls, result: LintResult) -> Totals:
-        from vaulttools.lint.diagnostics import Severity
-
-        error = Severity.ERROR
-        errors = fixable = 0
-        for d in result.diagnostics:
-            if d.severity == error:  # (an Enum's `.value` is a Python-level property: 35k calls)
-                errors += 1
-            if d.fix is not None:
-                fixable += 1
-        warnings = len(result.diagnostics) - errors
-        noted = len(set(map(_path, result.diagnostics)))
-        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable,
-                   noted)
 
 
 def display_path(result: LintResult, path: str, cwd: Path | None = None) -> str:

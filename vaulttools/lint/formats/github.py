@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.engine import LintResult
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
 
 def escape_data(text: str) -> str:

@@ -1,5 +1,5 @@
-"""`--format json`: the stable shape of DESIGN §10. `path` is relative to the vault, `vault` is the vault folder;
-each finding's `url` is its rule's documentation (`vaulttools.lint.urls`)."""
+"""`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the
+vault, `vault` is the vault folder; each finding's `url` is its rule's documentation (`vaulttools.lint.urls`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from vaulttools.lint.urls import rule_url
 
 if TYPE_CHECKING:
     from vaulttools.lint.engine import LintResult
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
 _SEP = ",\n    "
 
@@ -50,8 +50,9 @@ def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
 
 
 def assemble(totals: Totals, parts: Iterable[str]) -> str:
-    """One diagnostic per line: readable, diff-friendly and fast (`indent=` would fall back to the
-    pure-Python encoder, ten times slower on a 10k-note vault's findings)."""
+    """One diagnostic per line: readable, diff-friendly and fast (`indent=` would fall back to the pure-Python
+    encoder, several times slower on a 10k-note vault's findings (benchmarks/README.md, "Figures behind the
+    code"))."""
     parts = [p for p in parts if p]
     head, sep, tail = frame(totals, bool(parts))
     return head + sep.join(parts) + tail
@@ -100,7 +101,7 @@ def rows(diagnostics: Sequence[Diagnostic]) -> list[str]:
 def render(result: LintResult, shown: Callable[[str], str] | None = None) -> str:
     """The whole report: `assemble` of the notes' parts, built as one list of rows (the parts of a report
     are joined with the separator that joins the rows of one part, so this is the same text)."""
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
     found = rows(result.diagnostics)
     head, sep, tail = frame(Totals.of(result), bool(found))
@@ -115,7 +116,7 @@ def render_bytes(result: LintResult) -> bytes:
     """`render(result).encode("utf-8")`, without the report ever being one str: a few rows hold a character
     past U+00FF (`–`, `œ`), which would make the whole 17 MB report of the 10k benchmark vault a two-byte-per-
     character str, copied twice more before it is encoded. Each row is encoded on its own instead."""
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
     found = rows(result.diagnostics)
     head, sep, tail = frame(Totals.of(result), bool(found))

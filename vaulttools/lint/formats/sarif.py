@@ -100,10 +100,11 @@ def to_data(result: LintResult, shown: Callable[[str], str], results: bool = Tru
 
 
 def render(result: LintResult, shown: Callable[[str], str]) -> str:
-    """`json.dumps(to_data(result, shown), ensure_ascii=False, indent=2) + "\\n"`, byte for byte, in a fraction of
-    the time: with `indent` json falls back to its pure-Python encoder (1.5 s for the 35k findings of the 10k
-    benchmark vault), so the document around the results is dumped by json and each result is written from a
-    template, its strings encoded by json's own C function (tests/test_lint_formats.py compares both)."""
+    """`json.dumps(to_data(result, shown), ensure_ascii=False, indent=2) + "\\n"`, byte for byte, in a
+    fraction of the time: with `indent` json falls back to its pure-Python encoder (seconds for the 35k
+    findings of the 10k benchmark vault (benchmarks/README.md, "Figures behind the code")), so the document
+    around the results is dumped by json and each result is written from a template, its strings encoded by
+    json's own C function (tests/test_lint_formats.py compares both)."""
     data = to_data(result, shown, results=False)
     skeleton = json.dumps(data, ensure_ascii=False, indent=2)
     if not result.diagnostics:

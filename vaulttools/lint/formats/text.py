@@ -12,13 +12,13 @@ from vaulttools.words import count
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
     from vaulttools.lint.engine import LintResult
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
 
 def summary_line(result: LintResult | Totals) -> str:
     """The last line of the report (from a result or its `Totals`)."""
     if not hasattr(result, "fixable"):
-        from vaulttools.lint.formats import Totals
+        from vaulttools.lint.formats.totals import Totals
 
         result = Totals.of(result)  # type: ignore[arg-type]
     totals: Totals = result  # type: ignore[assignment]
@@ -54,7 +54,7 @@ def assemble(totals: Totals, parts: Iterable[str]) -> str:
 def render(result: LintResult, shown: Callable[[str], str], color: bool = False) -> str:
     if color:
         return _render_color(result, shown)
-    from vaulttools.lint.formats import Totals
+    from vaulttools.lint.formats.totals import Totals
 
     out: list[str] = []
     for _, group in groupby(result.diagnostics, key=lambda d: d.path):

@@ -11,24 +11,23 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grasbot.model import Note, Span
+from grasbot import Note, Span
+from grasbot import edit_distance, fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, Fix, Severity, new_diagnostic
 from vaulttools.lint.registry import get_rule
 
 if TYPE_CHECKING:
-    from grasbot.search.index import SearchIndex
-    from grasbot.vault import Vault
+    from grasbot import SearchIndex
+    from grasbot import Vault
     from vaulttools.lint.config import LintConfig
 
 __all__ = [
     "LintContext",
-    "fold",
     "did_you_mean",
     "value_span",
     "line_text",
@@ -37,110 +36,7 @@ __all__ = [
     "key_span",
     "make",
     "raw_items",
-    "NOTE_CHECKS",
-    "VAULT_CHECKS",
 ]
-
-
-#: fold's memo: a plain dict (an lru_cache's bookkeeping costs more than the folding of a short word); the
-#: 10k benchmark vault folds ~70k aliases, tags and domains, most of them repeated.
-_FOLDED: dict[str, str] = {}
-_FOLDED_MAX = 200_000
-
-
-def _fold_whole(text: str) -> str:
-    """`fold` as first written, on the whole text (the reference `_FoldChars` is tested against)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(stripped.casefold().split())
-
-
-class _FoldChars(dict):  # type: ignore[type-arg]
-    """code point -> that character decomposed (NFKD), without its combining marks, case-folded: a
-    `str.translate` table filled on first use of each character.
-
-    Folding character by character gives what folding the whole text gives: decomposition, dropping the
-    marks and case folding each map one character at a time, and the only thing NFKD does across
-    characters, reordering a run of combining marks, touches only marks that are dropped. One C-level
-    `translate` then replaces a normalisation and a Python-level filter per character (30k distinct aliases
-    on the 10k benchmark vault)."""
-
-    __slots__ = ()
-
-    def __missing__(self, code: int) -> str:
-        decomposed = unicodedata.normalize("NFKD", chr(code))
-        value = self[code] = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
-        return value
-
-
-_FOLD_CHARS = _FoldChars()
-
-
-def fold(text: str) -> str:
-    """Lower-case, accents removed, blanks collapsed: how retrieval compares words (``Sécurité`` -> ``securite``)."""
-    found = _FOLDED.get(text)
-    if found is not None:
-        return found
-    if text.isascii():
-        found = " ".join(text.lower().split())
-    else:
-        found = " ".join(text.translate(_FOLD_CHARS).split())
-    if len(_FOLDED) >= _FOLDED_MAX:
-        _FOLDED.clear()
-    _FOLDED[text] = found
-    return found
-
-
-def edit_distance(a: str, b: str, limit: int | None = None) -> int:
-    """Levenshtein distance (insertions, deletions, substitutions); past `limit`, `limit + 1`.
-
-    With a `limit`, the answer is exact up to `limit` and `limit + 1` beyond: enough to rank candidates
-    against a threshold. Computed with Myers' bit-vector algorithm (Hyyrö's form for the whole-string
-    distance): one column of the distance table per character of `b`, held in the bits of two integers, so a
-    pair costs a few integer operations per character instead of a Python step per cell (~70 µs for two
-    20-character headings, on every broken anchor)."""
-    if len(a) < len(b):
-        a, b = b, a
-    if limit is not None and len(a) - len(b) > limit:
-        return limit + 1  # that many insertions at least
-    m = len(b)
-    if m == 0:
-        distance = len(a)
-        return distance if limit is None else min(distance, limit + 1)
-    masks: dict[str, int] = {}  # character -> the positions of `b` holding it, as bits
-    bit = 1
-    for ch in b:
-        masks[ch] = masks.get(ch, 0) | bit
-        bit <<= 1
-    full = bit - 1
-    last = 1 << (m - 1)
-    pv, mv, score = full, 0, m  # vertical +1 / -1 deltas of the current column; its last cell
-    for ch in a:
-        eq = masks.get(ch, 0)
-        xv = eq | mv
-        xh = (((eq & pv) + pv) ^ pv) | eq
-        ph = mv | ~(xh | pv)
-        mh = pv & xh
-        if ph & last:
-            score += 1
-        elif mh & last:
-            score -= 1
-        ph = (ph << 1) | 1  # the first row grows by one per character of `a`
-        mh <<= 1
-        pv = (mh | ~(xv | ph)) & full
-        mv = ph & xv & full
-    return score if limit is None else min(score, limit + 1)
-
-
-def _edit_distance_table(a: str, b: str) -> int:
-    """The textbook dynamic programme, kept as the reference `edit_distance` is tested against."""
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
 
 
 class Suggester:
@@ -149,10 +45,11 @@ class Suggester:
     Close means at most ``len(value) // strictness`` edits (at least 1): `devop` -> `devops`, `algoritmique`
     -> `algorithmique`, but not `strapi` -> `tri` (a suggestion that misleads is worse than none). Past
     `LARGE` choices (a vault's file names) only one-edit typos are looked up: difflib against thousands of
-    names costs ~0.1 s per broken link. Their candidates come from an index of each choice's two halves: a
-    single edit leaves one half of the choice intact, as a prefix or as a suffix of the value, so every choice
-    within one edit shares a half with it (two index entries per choice, where an index of all single
-    deletions would take one per character: 0.3 s to build for 10k names).
+    names is slow for every broken link (benchmarks/README.md, "Figures behind the code"). Their candidates
+    come from an index of each choice's two halves: a single edit leaves one half of the choice intact, as a
+    prefix or as a suffix of the value, so every choice within one edit shares a half with it (two index
+    entries per choice, where an index of all single deletions would take one per character and many times
+    longer to build).
     """
 
     LARGE = 200
@@ -206,7 +103,7 @@ class Suggester:
             return self.folded[scored[0][1]] if scored and scored[0][0] <= 1 else None
         limit = max(1, len(key) // self.strictness)
         # the answer is a choice within `limit` edits: when there is none (the usual broken anchor, a heading
-        # that was removed), difflib's ranking, ~0.3 ms a value, is not needed to say so
+        # that was removed), difflib's ranking is not needed to say so (it is the slow part)
         if not any(edit_distance(key, c, limit) <= limit for c in self.folded):
             return None
         shortlist = difflib.get_close_matches(key, list(self.folded), n=5, cutoff=0.5)
@@ -252,7 +149,7 @@ class LintContext:
             return None
         if self.index is None and self.index_error is None:
             try:
-                from grasbot.search.index import SearchIndex
+                from grasbot import SearchIndex
 
                 self.index = SearchIndex.build(self.vault)
             except Exception as exc:  # the rule reports why it could not run; lint goes on
@@ -400,26 +297,3 @@ def make(
     if "\n" in message or "\r" in message:  # a value quoted from a block scalar: one finding stays one line
         message = message.replace("\r", "\\r").replace("\n", "\\n")
     return new_diagnostic((note.path, line, column, end_line, end_column, rule, ctx.severity(rule, severity), message, fix))
-
-
-NoteCheck = Callable[[Note, LintContext], Iterator[Diagnostic]]
-VaultCheck = Callable[[LintContext, list[str]], Iterator[Diagnostic]]
-
-
-def _checks() -> tuple[tuple[NoteCheck, ...], tuple[VaultCheck, ...]]:
-    from vaulttools.lint.rules import frontmatter, links, retrieval, slugs, vocabulary
-
-    return (
-        (frontmatter.check_note, vocabulary.check_note, slugs.check_note),
-        (slugs.check_vault, links.check_vault, retrieval.check_vault),
-    )
-
-
-NOTE_CHECKS, VAULT_CHECKS = (), ()  # filled on first use by `checks()` (the families import this module)
-
-
-def checks() -> tuple[tuple[NoteCheck, ...], tuple[VaultCheck, ...]]:
-    global NOTE_CHECKS, VAULT_CHECKS
-    if not NOTE_CHECKS:
-        NOTE_CHECKS, VAULT_CHECKS = _checks()
-    return NOTE_CHECKS, VAULT_CHECKS

@@ -9,13 +9,13 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
 from vaulttools.lint.registry import RULE_NAMES
 from vaulttools.lint.rules import (
     LintContext,
     did_you_mean,
-    fold,
     frontmatter_start,
     item_span,
     is_block_scalar,
@@ -99,7 +99,7 @@ def fields_unreadable(note: Note) -> bool:
 
 
 def _point(line: int, column: int) -> Any:
-    from grasbot.model import Span
+    from grasbot import Span
 
     return Span(line, column, line, column + 1)
 
@@ -240,7 +240,7 @@ def _updated(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
 _FOLDED_VOCAB: dict[str, str] = {}
 
 
-def _fold_vocab(value: str) -> str:
+def fold_vocab(value: str) -> str:
     found = _FOLDED_VOCAB.get(value)
     if found is None:
         if len(_FOLDED_VOCAB) >= 100_000:
@@ -257,7 +257,7 @@ def _duplicates(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
         # the usual list repeats nothing: one set of its keys says so (10k notes x 6 lists)
         strings = [item for item in value if isinstance(item, str)]
         if name in ("tags", "domains"):
-            distinct = {_fold_vocab(item) for item in strings}
+            distinct = {fold_vocab(item) for item in strings}
         else:
             distinct = {item.strip() for item in strings}
         if len(distinct) == len(strings):

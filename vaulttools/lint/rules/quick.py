@@ -1,11 +1,11 @@
 """A quick test that a note has no note-local finding, so that the usual clean note skips the note checks.
 
-The note checks (`frontmatter`, `vocabulary`, `slugs.check_note`) are a dozen generators per note: about
-30 µs, 0.3 s for the 10k benchmark vault, where most notes have no note-local finding. `is_clean` reads the
-same fields once, in straight-line code, and answers True only when none of those checks can report
-anything: it is conservative (anything unusual — a typed item in a list, a date written as text, a
-suppression, a problem — answers False, and the checks run). It never decides a finding: when it says
-False the real checks run; when it says True they would have found nothing.
+The note checks (`frontmatter`, `vocabulary`, `slugs.check_note`) are a dozen generators per note (a tenth of
+the 10k benchmark vault's lint: benchmarks/README.md, "Figures behind the code"), where most notes have no
+note-local finding. `is_clean` reads the same fields once, in straight-line code, and answers True only when
+none of those checks can report anything: it is conservative (anything unusual — a typed item in a list, a
+date written as text, a suppression, a problem — answers False, and the checks run). It never decides a
+finding: when it says False the real checks run; when it says True they would have found nothing.
 
 `tests/test_lint_quick.py` guards it three ways: on every note of the lint fixtures, the bundled vault, the
 real corpora and a synthetic vault (with and without their taxonomy), a "clean" is checked against the
@@ -23,7 +23,7 @@ import datetime as _dt
 import unicodedata
 from typing import Any
 
-from grasbot.model import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
 from vaulttools.lint.rules import LintContext
 
 __all__ = ["applies", "is_clean"]
@@ -77,15 +77,15 @@ def _tag_ok(memo: _Memo, ctx: LintContext, tag: str) -> bool:
     """tag-format says nothing about `tag` (as `vocabulary._tag_format` decides, once per distinct tag)."""
     found = memo.tag_ok.get(tag)
     if found is None:
-        from vaulttools.lint.rules.vocabulary import _allowed_match, normal_tag
+        from vaulttools.lint.rules.vocabulary import allowed_match, normal_tag
 
-        target = _allowed_match(ctx, "tags", tag) or normal_tag(tag)
+        target = allowed_match(ctx, "tags", tag) or normal_tag(tag)
         found = memo.tag_ok[tag] = not target or target == tag
     return found
 
 
 from vaulttools.lint.rules.frontmatter import IGNORE_KEY as _IGNORE_KEY  # noqa: E402  (after LintContext)
-from vaulttools.lint.rules.frontmatter import _fold_vocab  # noqa: E402
+from vaulttools.lint.rules.frontmatter import fold_vocab  # noqa: E402
 
 
 def is_clean(note: Note, ctx: LintContext) -> bool:
@@ -114,7 +114,7 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
                 return False
         if len(value) > 1:
             if name in ("tags", "domains"):
-                distinct = set(map(_fold_vocab, value))
+                distinct = set(map(fold_vocab, value))
             else:
                 distinct = {item.strip() for item in value}
             if len(distinct) != len(value):

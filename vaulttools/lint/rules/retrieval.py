@@ -11,7 +11,7 @@ from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, item_span, make
 
 if TYPE_CHECKING:
-    from grasbot.search.index import SearchResult
+    from grasbot import SearchResult
 
 
 def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:

@@ -6,11 +6,12 @@ import unicodedata
 import weakref
 from collections.abc import Iterator
 
-from grasbot.model import Note, Span
+from grasbot import Note, Span
+from grasbot import fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column
-from vaulttools.lint.rules import LintContext, fold, item_span, make, value_span
+from vaulttools.lint.rules import LintContext, item_span, make, value_span
 
 
 def _nfc(text: str) -> str:
@@ -38,7 +39,7 @@ IdentityRow = tuple  # (path, slug or None, aliases tuple, is_private)
 _ONLY_STR = frozenset({str})
 
 
-def _alias_strings(aliases) -> tuple:
+def alias_strings(aliases) -> tuple:
     """Aliases as the engine reads them (`- 42` is the alias "42"); other items keep their place as None."""
     if isinstance(aliases, str):
         return (aliases,) if aliases.strip() else ()  # a lone string is one alias (field-type flags it)
@@ -98,7 +99,7 @@ def identity_rows(vault) -> list[tuple]:
             continue
         meta = note.meta if isinstance(note.meta, dict) else {}
         slug = meta.get("slug")
-        aliases = _alias_strings(meta.get("aliases"))
+        aliases = alias_strings(meta.get("aliases"))
         row = (path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), note.is_private)
         memo[path] = (note, row)
         out.append(row)

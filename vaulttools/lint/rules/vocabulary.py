@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from grasbot.model import Note
+from grasbot import Note
+from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 from vaulttools.lint.rules import (
     LintContext,
     did_you_mean,
-    fold,
     frontmatter_start,
     is_block_scalar,
     item_span,
@@ -22,7 +22,7 @@ from vaulttools.lint.rules import (
 )
 from vaulttools.lint.rules.frontmatter import fields_unreadable
 
-#: Note types the engine knows (DESIGN §3); a taxonomy section `type:` may add more.
+#: Note types the engine knows (docs/architecture.md, "The note"); a taxonomy section `type:` may add more.
 DEFAULT_TYPES: tuple[str, ...] = ("projet", "competence", "parcours", "moc", "technique")
 
 _RULE_OF = {"domains": "unknown-domain", "tags": "unknown-tag"}
@@ -52,7 +52,7 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     yield from _priority(note, ctx)
 
 
-def _allowed_match(ctx: LintContext, name: str, value: str) -> str | None:
+def allowed_match(ctx: LintContext, name: str, value: str) -> str | None:
     """The listed value equal to `value` up to case/accents/`#`/spaces, when exactly one is."""
     vocabulary = ctx.taxonomy.vocabularies.get(name) if ctx.taxonomy is not None else None
     if vocabulary is None:
@@ -69,7 +69,7 @@ def _tag_format(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     for i, item in enumerate(items):
         if not isinstance(item, str):
             continue
-        target = _allowed_match(ctx, "tags", item) or normal_tag(item)
+        target = allowed_match(ctx, "tags", item) or normal_tag(item)
         if not target or target == item:
             continue
         problems = []
@@ -99,7 +99,7 @@ def _values(note: Note, ctx: LintContext, name: str) -> Iterator[Diagnostic]:
     for i, item in enumerate(raw_items(note, name)):
         if not isinstance(item, str) or not item.strip() or item in vocabulary.values:
             continue
-        match = _allowed_match(ctx, name, item)
+        match = allowed_match(ctx, name, item)
         span = item_span(note, name, i)
         if match is not None:
             if name == "tags":

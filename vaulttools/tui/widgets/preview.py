@@ -1,7 +1,8 @@
 """The question preview: type a visitor's question, see what GrasBot would retrieve and put in its prompt.
 
-The ranking is `SearchIndex.search` + `plan_context`, the functions the API's `/ask` calls; the app runs
-them in a worker, debounced, and hands the result to `show()`.
+The ranking comes from the bot's own retrieval pipeline (`grasbot.answer.pipeline`, what the API's `/ask`
+calls), through the backend's `preview`; the app runs it in a worker, debounced, and hands the result to
+`show()`.
 """
 
 from __future__ import annotations

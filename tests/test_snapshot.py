@@ -1,0 +1,190 @@
+"""The persistent vault + index snapshot (grasbot/snapshot.py): reused when nothing changed, refreshed file by
+file when something did, ignored when damaged, foreign or from another engine; never a different answer
+from a fresh load."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grasbot import snapshot
+from grasbot.search.index import SearchIndex
+from grasbot.vault import Vault
+from tests.conftest import SAMPLE_VAULT
+
+QUESTIONS = [
+    "Quelles sont ses compétences en Rust ?",
+    "Parle-moi du projet de télémétrie solaire",
+    "Quel est son parcours ?",
+    "Il connaît Docker ?",
+    "Quel temps fait-il demain ?",
+]
+
+
+def ranking(index: SearchIndex) -> list[list[tuple[str, float, tuple[str, ...]]]]:
+    out = []
+    for q in QUESTIONS:
+        result = index.search(q)
+        out.append([(h.note.path, round(h.score, 6), tuple(h.reasons)) for h in result.hits])
+    return out
+
+
+@pytest.fixture
+def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("VAULTTOOLS_CACHE_DIR", raising=False)
+    dest = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, dest)
+    return dest
+
+
+def fresh(root: Path) -> list:
+    return ranking(SearchIndex.build(Vault.load(root)))
+
+
+def test_second_load_comes_from_the_snapshot_and_ranks_the_same(vault: Path) -> None:
+    first = snapshot.load(vault)
+    assert first.source == "load"
+    snapshot.save(first)
+    files = sorted(p.name for p in (vault / ".vaulttools_cache").iterdir())
+    assert any(name.startswith("snapshot-") for name in files) and "snapshot.key" in files
+    second = snapshot.load(vault)
+    assert second.source == "snapshot" and second.reread == 0
+    assert ranking(second.index) == ranking(first.index) == fresh(vault)
+    assert sorted(second.vault.notes) == sorted(first.vault.notes)
+
+
+def test_changed_new_and_deleted_files_are_reread_and_match_a_fresh_load(vault: Path) -> None:
+    snapshot.save(snapshot.load(vault))
+    rust = next(vault.rglob("rust*.md"))
+    rust.write_text(rust.read_text(encoding="utf-8") + "\nIl a aussi écrit un ordonnanceur temps réel pour drones.\n", encoding="utf-8")
+    victim = sorted(p for p in vault.rglob("*.md") if p != rust and "MOC" not in p.name)[3]
+    victim.unlink()
+    (vault / "20-Competences" / "zig.md").write_text(
+        "---\ntitle: Zig\nslug: zig\ntype: competence\nvisibility: public\naliases: [zig]\n---\nIl apprend Zig pour l'embarqué.\n",
+        encoding="utf-8",
+    )
+    snap = snapshot.load(vault)
+    assert snap.source == "snapshot" and snap.reread == 3
+    assert ranking(snap.index) == fresh(vault)
+    assert snap.index.search("ordonnanceur temps réel drones").hits[0].note.path == rust.relative_to(vault).as_posix()
+    assert snap.index.search("Il connaît Zig ?").hits[0].note.path == "20-Competences/zig.md"
+    assert victim.relative_to(vault).as_posix() not in snap.vault.notes
+    # the refreshed snapshot is written back, and then reused as it is
+    snapshot.save(snap)
+    again = snapshot.load(vault)
+    assert again.source == "snapshot" and again.reread == 0 and ranking(again.index) == fresh(vault)
+
+
+def test_a_note_made_private_is_hidden_after_a_refresh(vault: Path) -> None:
+    snapshot.save(snapshot.load(vault))
+    rust = next(vault.rglob("rust*.md"))
+    rust_rel = rust.relative_to(vault).as_posix()
+    assert any(h.note.path == rust_rel for h in snapshot.load(vault).index.search("Rust").hits)
+    rust.write_text(rust.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    snap = snapshot.load(vault)
+    assert snap.reread == 1
+    assert all(h.note.path != rust_rel for h in snap.index.search("Rust").hits)
+
+
+def test_touched_but_unchanged_files_are_not_reread(vault: Path) -> None:
+    snapshot.save(snapshot.load(vault))
+    later = time.time() + 5
+    for note in list(vault.rglob("*.md"))[:5]:
+        os.utime(note, (later, later))
+    snap = snapshot.load(vault)
+    assert snap.source == "snapshot" and snap.reread == 0
+    assert ranking(snap.index) == fresh(vault)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b[:-10] + b"0123456789",  # last bytes changed: the MAC no longer matches
+        lambda b: b"not a snapshot at all",  # another program's file
+        lambda b: b"",  # empty
+    ],
+    ids=["truncated", "tampered", "foreign", "empty"],
+)
+def test_a_damaged_or_foreign_file_is_ignored(vault: Path, damage) -> None:
+    snapshot.save(snapshot.load(vault))
+    file = next((vault / ".vaulttools_cache").glob("snapshot-*.bin"))
+    file.write_bytes(damage(file.read_bytes()))
+    snap = snapshot.load(vault)
+    assert snap.source == "load" and ranking(snap.index) == fresh(vault)
+
+
+def test_a_planted_pickle_signed_with_another_key_is_never_unpickled(vault: Path, tmp_path: Path) -> None:
+    """Pickle runs code: a file not signed with this cache's own key must not be decoded at all."""
+    snapshot.save(snapshot.load(vault))
+    file = next((vault / ".vaulttools_cache").glob("snapshot-*.bin"))
+    marker = tmp_path / "pwned"
+    import hashlib
+    import hmac
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    payload = pickle.dumps(Evil())
+    mac = hmac.new(os.urandom(32), payload, hashlib.sha256).digest()
+    file.write_bytes(snapshot._MAGIC + mac + payload)
+    snap = snapshot.load(vault)
+    assert not marker.exists() and snap.source == "load"
+
+
+def test_another_engine_version_is_a_miss(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot.save(snapshot.load(vault))
+    monkeypatch.setattr(snapshot, "_engine_digest", lambda: "another engine")
+    assert snapshot.load(vault).source == "load"
+
+
+def test_files_are_private_to_the_user_and_ignored_by_git(vault: Path) -> None:
+    snapshot.save(snapshot.load(vault))
+    folder = vault / ".vaulttools_cache"
+    for name in ("snapshot.key", next(folder.glob("snapshot-*.bin")).name):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
+    assert (folder / ".gitignore").read_text(encoding="utf-8").strip().endswith("*")
+
+
+def test_cache_dir_from_the_environment(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "cache"
+    monkeypatch.setenv("VAULTTOOLS_CACHE_DIR", str(elsewhere))
+    snapshot.save(snapshot.load(vault))
+    assert not (vault / ".vaulttools_cache").exists()
+    assert list(elsewhere.glob("*/snapshot-*.bin"))
+    assert snapshot.load(vault).source == "snapshot"
+
+
+def test_background_save_from_a_one_shot_process(vault: Path, tmp_path: Path) -> None:
+    """The forked writer leaves a complete snapshot behind; the next process uses it."""
+    code = (
+        "import sys; from grasbot import snapshot; s = snapshot.load(sys.argv[1]); "
+        "pid = snapshot.save(s, background=True); print(s.source, flush=True)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "VAULTTOOLS_CACHE_DIR"}
+    first = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, env=env, timeout=60)
+    assert first.returncode == 0 and first.stdout.split() == ["load"], first.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not list((vault / ".vaulttools_cache").glob("snapshot-*.bin")):
+        time.sleep(0.05)
+    second = ""
+    while time.monotonic() < deadline:
+        second = subprocess.run([sys.executable, "-c", code, str(vault)], capture_output=True, text=True, env=env, timeout=60).stdout
+        if second.split() == ["snapshot"]:
+            break
+        time.sleep(0.1)  # the child may still be renaming its file into place
+    assert second.split() == ["snapshot"]
+
+
+def test_a_missing_vault_raises_the_loaders_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="vault folder not found"):
+        snapshot.load(tmp_path / "absent")
