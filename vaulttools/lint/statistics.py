@@ -54,7 +54,7 @@ def render_statistics(result: LintResult, fmt: str, quiet: bool = False) -> str:
     if not quiet:
         total = sum(r.count for r in rows)
         fixable = sum(r.fixable for r in rows)
-        tail = f", {fixable} fixable with --fix" if fixable else ""
-        lines.append(f"{count(total, 'finding')} in {count(len({d.path for d in result.diagnostics}), 'note')} "
-                     f"with findings, of {count(result.notes, 'note')} checked{tail}.")
+        tail = f" ({fixable} fixable with --fix)" if fixable else ""
+        noted = len({d.path for d in result.diagnostics})  # "in 43 of 49 notes checked", as the report says it
+        lines.append(f"{count(total, 'finding')} in {noted} of {count(result.notes, 'note')} checked{tail}.")
     return "".join(line.rstrip() + "\n" for line in lines)
