@@ -69,12 +69,16 @@ def repo(tmp_path: Path) -> Path:
         shutil.copy2(sets, root / "benchmarks" / sets.name)
     if (CORPORA / "grasbot-vault").is_dir():
         shutil.copytree(CORPORA / "grasbot-vault", tmp_path / "shared" / "corpora" / "grasbot-vault")
+    token = tmp_path / "home" / ".config" / "grasbot" / "reload-token"  # the README's `--token-file ~/...`
+    token.parent.mkdir(parents=True)
+    token.write_text("readme-token\n", encoding="utf-8")
+    token.chmod(0o600)
     return root
 
 
-def _env() -> dict[str, str]:
+def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "GRASBOT_RELOAD_TOKEN": "readme-token",
-            "COLUMNS": "100"}
+            "COLUMNS": "100", "HOME": str(home)}
 
 
 def _adapt(line: str, port: int) -> str:
@@ -85,12 +89,13 @@ def _adapt(line: str, port: int) -> str:
 
 
 def _run(line: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(cwd.parent / "home"), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def _run_until(line: str, cwd: Path, ready, timeout: float = 60) -> tuple[int, str]:
     """Start a long-running command, wait until `ready(output so far)` is true, stop it with Ctrl-C (SIGINT)."""
-    proc = subprocess.Popen(["bash", "-c", "exec " + line], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(["bash", "-c", "exec " + line], cwd=cwd, env=_env(cwd.parent / "home"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
