@@ -207,7 +207,7 @@ class Vault:
         if not root.is_dir():
             raise NotADirectoryError(f"vault path is not a folder: {root}")
         # Loading allocates millions of small objects and frees none: the cyclic GC would rescan the
-        # growing heap again and again for nothing (a third of the load time on 10k notes).
+        # growing heap again and again for nothing (benchmarks/README.md, "Figures behind the code").
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:

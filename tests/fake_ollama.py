@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
 
 from tests.loopback_server import LoopbackServer
-from typing import Any
+from typing import Any, Self
 
 Reply = str | Callable[[dict[str, Any]], str]
 
@@ -68,31 +68,36 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _pieces(text: str) -> list[str]:
+def word_pieces(text: str) -> list[str]:
     """Word-sized pieces, as a model streams them (spaces kept, so joining gives the text back)."""
     return re.findall(r"\s*\S+|\s+", text) or ([text] if text else [])
 
 
-class FakeOllama(LoopbackServer):
-    """Start with `start()` (or as a context manager); `url` is its base URL."""
+class FakeLLMServer(LoopbackServer):
+    """What every fake LLM server shares (this one and tests/fake_openai.py): the script, the recorded
+    requests and the connection counters. Start with `start()` (or as a context manager); `url` is its
+    base URL."""
 
-    def __init__(self, models: tuple[str, ...] = ("qwen3:8b",), version: str = "0.9.0") -> None:
+    script_type: type[Script] = Script
+    chat_path = "/api/chat"
+
+    def __init__(self, models: tuple[str, ...] = ("qwen3:8b",)) -> None:
         super().__init__()
         self.models = set(models)
-        self.version = version
         self.requests: list[Recorded] = []
-        self._script = Script()
+        self._script = self.script_type()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.open_connections = 0  # TCP connections open now
+        self.connections_made = 0  # TCP connections accepted since the start (a client that reuses none shows here)
         self.chats_in_progress = 0  # chats being answered now
         self.abandoned_chats = 0  # chats whose client closed the connection before the end of the reply
 
     # -- control ------------------------------------------------------------------------------------
-    def script(self, **changes: Any) -> FakeOllama:
+    def script(self, **changes: Any) -> Self:
         """Set how the next chats are answered (fields of `Script`); unspecified fields reset to default."""
         with self._lock:
-            self._script = replace(Script(), **changes)
+            self._script = replace(self.script_type(), **changes)
         return self
 
     def current(self) -> Script:
@@ -102,11 +107,11 @@ class FakeOllama(LoopbackServer):
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
-            self._script = Script()
+            self._script = self.script_type()
 
     def chat_requests(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [r.body for r in self.requests if r.path == "/api/chat" and isinstance(r.body, dict)]
+            return [r.body for r in self.requests if r.path == self.chat_path and isinstance(r.body, dict)]
 
     def chat_prompts(self) -> list[str]:
         """Every message content of every chat received, one string per chat."""
@@ -128,7 +133,7 @@ class FakeOllama(LoopbackServer):
         with self._lock:
             setattr(self, name, getattr(self, name) + delta)
 
-    def wait_until(self, predicate: Callable[[FakeOllama], bool], timeout: float = 10.0) -> bool:
+    def wait_until(self, predicate: Callable[[Self], bool], timeout: float = 10.0) -> bool:
         """Poll `predicate(self)` until it holds; False after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while not predicate(self):
@@ -138,11 +143,21 @@ class FakeOllama(LoopbackServer):
         return True
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeOllama
+class FakeOllama(FakeLLMServer):
+    """Ollama's protocol (the module's docstring)."""
+
+    def __init__(self, models: tuple[str, ...] = ("qwen3:8b",), version: str = "0.9.0") -> None:
+        super().__init__(models)
+        self.version = version
+
+
+class LLMHandler(BaseHTTPRequestHandler):
+    """The HTTP side every fake LLM server shares: connection counting, waits that notice a client that
+    left, JSON bodies in and out, chunked writes."""
+
+    owner: FakeLLMServer
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go in separate writes: no 40 ms delayed-ACK stall
-    server_version = "FakeOllama/1.0"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
         return
@@ -150,6 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.owner._count("open_connections", 1)
+        self.owner._count("connections_made", 1)
 
     def finish(self) -> None:
         try:
@@ -198,10 +214,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _chunk(self, payload: dict[str, Any]) -> None:
-        data = (json.dumps(payload) + "\n").encode()
+    def _write_chunk(self, data: bytes) -> None:
+        """One chunk of a `Transfer-Encoding: chunked` body, flushed at once."""
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _chunk(self, payload: dict[str, Any]) -> None:
+        self._write_chunk((json.dumps(payload) + "\n").encode())
 
     def _read_body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
@@ -210,6 +229,11 @@ class _Handler(BaseHTTPRequestHandler):
             return json.loads(raw) if raw else None
         except json.JSONDecodeError:
             return raw.decode("utf-8", "replace")
+
+
+class _Handler(LLMHandler):
+    owner: FakeOllama
+    server_version = "FakeOllama/1.0"
 
     # -- routes -------------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802
@@ -282,7 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
             "load_duration": 30_000_000,
             "prompt_eval_count": max(prompt_chars // 4, 1),
             "prompt_eval_duration": 300_000_000,
-            "eval_count": len(_pieces(text)),
+            "eval_count": len(word_pieces(text)),
             "eval_duration": 800_000_000,
         }
         if script.unfinished:
@@ -296,7 +320,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for i, piece in enumerate(_pieces(text)):
+            for i, piece in enumerate(word_pieces(text)):
                 if i and not self._wait(script.chunk_delay):
                     self.close_connection = True
                     return

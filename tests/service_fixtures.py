@@ -1,4 +1,4 @@
-"""Fixtures for the service's tests: a fake Ollama, a Langfuse collector, and a real uvicorn server.
+"""Fixtures for the service's tests: fake LLM servers, a Langfuse collector, and real uvicorn servers.
 
 Import with `from tests.service_fixtures import *` in a test module. The server runs `create_app()` in a
 thread on 127.0.0.1 with a socket bound to a free port; every log record emitted while it runs is kept in
@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +33,7 @@ from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.service.settings import Settings
 from grasbot.service.state import lock_path
 from tests.fake_ollama import FakeOllama
+from tests.fake_openai import FakeOpenAI
 from tests.langfuse_collector import LangfuseCollector
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,11 +45,16 @@ __all__ = [
     "SAMPLE_VAULT",
     "LogCapture",
     "RunningServer",
+    "closed_port",
     "collector",
     "fake_ollama",
+    "fake_openai",
+    "grasbot_serve",
     "langfuse_settings",
+    "openai_settings",
     "run_server",
     "service_settings",
+    "stop_process",
     "service_vault",
     "sse_blocks",
     "sse_events",
@@ -183,6 +192,48 @@ def state_dir_for_tests() -> Path:
     return _STATE_DIR
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a `grasbot serve` started by a test: SIGTERM (a clean uvicorn shutdown), SIGKILL if it hangs."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    if proc.stdout:
+        proc.stdout.close()
+
+
+#: Variables of the test runner's environment that must not reach a `grasbot serve` under test.
+_SERVICE_PREFIXES = ("LANGFUSE_", "GRASBOT_", "LLM_", "OLLAMA_")
+
+
+@contextmanager
+def grasbot_serve(tmp_path: Path, env: dict[str, str], *args: str) -> Iterator[tuple[httpx.Client, subprocess.Popen, Path]]:
+    """`grasbot serve --vault <sample> --port <free> *args` as a real process with `env` over a clean
+    environment, once `/health` answers: a client on it, the process and the file of its output."""
+    port = closed_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_SERVICE_PREFIXES)}
+    full_env |= {"GRASBOT_STATE_DIR": str(state_dir_for_tests())} | env
+    cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(port), *args]
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, env=full_env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=CLIENT_TIMEOUT, trust_env=False) as client:
+            wait_for_health(client, proc, log_path)
+            yield client, proc, log_path
+    finally:
+        stop_process(proc)
+
+
 def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
     """Settings for a test server: no `.env`, no Langfuse, short timeouts, the fake Ollama, a state
     folder of the test run's own."""
@@ -198,6 +249,16 @@ def service_settings(fake: FakeOllama | None, **overrides: Any) -> Settings:
     }
     values.update(overrides)
     return base.with_overrides(**values)
+
+
+def openai_settings(fake: FakeOpenAI | None, **overrides: Any) -> Settings:
+    """Settings for a test server on the OpenAI-compatible backend, pointed at the fake (with its key)."""
+    values: dict[str, Any] = {
+        "llm_backend": "openai",
+        "llm_base_url": fake.base_url if fake is not None else f"http://127.0.0.1:{closed_port()}/v1",
+        "llm_api_key": fake.api_key if fake is not None else None,
+    }
+    return service_settings(None, **(values | overrides))
 
 
 def langfuse_settings(fake: FakeOllama, collector: LangfuseCollector, **overrides: Any) -> Settings:
@@ -256,6 +317,13 @@ def sse_events(text: str) -> list[tuple[str, Any]]:
 @pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
     with FakeOllama() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server that wants an API key."""
+    with FakeOpenAI(api_key="sk-test-" + uuid.uuid4().hex) as fake:
         yield fake
 
 

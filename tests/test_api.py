@@ -20,10 +20,12 @@ from tests.service_fixtures import *  # noqa: F403
 from tests.service_fixtures import (
     SAMPLE_VAULT,
     RunningServer,
+    closed_port,
     run_server,
     service_settings,
     sse_events,
     state_dir_for_tests,
+    stop_process,
     wait_for_health,
     write_note,
 )
@@ -58,24 +60,6 @@ def api(shared_server: RunningServer, fake: FakeOllama) -> Iterator[httpx.Client
     shared_server.service.memory.inner.clear()  # (the in-process memory: no Redis here)
     with httpx.Client(base_url=shared_server.url, timeout=httpx.Timeout(20.0, connect=5.0), trust_env=False) as client:
         yield client
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    """Stop a `grasbot serve` started by a test: SIGTERM (a clean uvicorn shutdown), SIGKILL if it hangs."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    if proc.stdout:
-        proc.stdout.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- /ask -------------------------------------------------------------------------------------------
@@ -290,7 +274,8 @@ def test_health(api: httpx.Client) -> None:
     assert body["vault"]["notes"] == body["vault_size"] == PUBLIC_COUNT
     assert sum(body["vault"]["by_type"].values()) == PUBLIC_COUNT
     assert body["llm"] == {
-        "url": body["config"]["ollama_url"], "model": "qwen3:8b", "reachable": True, "model_available": True,
+        "backend": "ollama", "url": body["config"]["ollama_url"], "model": "qwen3:8b",
+        "reachable": True, "model_available": True,
         "in_flight": 0, "max_connections": 200, "saturated": False,
     }  # fmt: skip
     assert body["observability"] == {"langfuse_enabled": False}
@@ -541,7 +526,7 @@ def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
     assert s.llm_think is True and s.ask_max_chars == 500
     assert not s.langfuse_enabled
     defaults = Settings.from_env(environ={}, env_file=None)
-    assert (defaults.ollama_url, defaults.llm_model, defaults.search_top_k) == ("http://localhost:11434", "qwen3:8b", 5)
+    assert (defaults.llm_url, defaults.llm_model, defaults.search_top_k) == ("http://localhost:11434", "qwen3:8b", 5)
     assert (defaults.llm_num_ctx, defaults.llm_num_predict, defaults.llm_temperature, defaults.llm_keep_alive) == (8192, 1024, 0.4, "30m")
     assert defaults.llm_think is False and defaults.ask_max_chars == 2000
     for bad in ({"SEARCH_TOP_K": "cinq"}, {"LLM_TIMEOUT": "-1"}, {"LLM_TIMEOUT": "inf"}, {"LLM_TIMEOUT": "nan"},

@@ -255,3 +255,29 @@ def test_json_report_is_the_same_from_rows_parts_and_bytes(result):
         assert assemble("json", Totals.of(res), parts) == text
         assert render_bytes(res, "json") == text.encode("utf-8")
         assert json.loads(text)["diagnostics"] == [d.to_dict() for d in res.diagnostics]
+
+
+def test_a_registered_format_is_a_choice_of_vaulttools_lint(tmp_path, monkeypatch, capsys):
+    """Formats come from the registry: one module and one `register` line make a new `--format`."""
+    from vaulttools.cli import main
+    from vaulttools.lint import formats
+
+    monkeypatch.setattr(formats, "_REGISTRY", dict(formats._REGISTRY))
+    monkeypatch.setattr(formats, "FORMATS", formats.FORMATS)
+    monkeypatch.setattr(formats, "PART_FORMATS", formats.PART_FORMATS)
+    (tmp_path / "count_format.py").write_text(
+        "def render(result, shown):\n    return f'{len(result.diagnostics)} findings in {result.notes} notes\\n'\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    formats.register(formats.Format("count", "count_format", "how many findings"))
+    with pytest.raises(ValueError, match="already registered"):
+        formats.register(formats.Format("count", "count_format", "again"))
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("Voir [[nulle-part]].\n", encoding="utf-8")
+    assert main(["lint", str(vault), "--format", "count", "--no-cache", "--exit-zero"]) == 0
+    assert capsys.readouterr().out == "1 findings in 1 notes\n"
+    with pytest.raises(SystemExit):
+        main(["lint", str(vault), "--format", "nope"])
+    assert "count" in capsys.readouterr().err  # the choices listed come from the registry

@@ -1,22 +1,21 @@
-"""Generation through the official `ollama` client against the fake Ollama on loopback."""
+"""The Ollama backend (the official `ollama` client) against the fake Ollama on loopback."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 import pytest
 
-from grasbot.llm.ollama import (
+from grasbot.llm import (
     Generation,
     GenerationOptions,
-    LLMClient,
     LLMEmptyAnswer,
     LLMModelNotFound,
     LLMResponseError,
     LLMTimeout,
     LLMUnavailable,
+    OllamaBackend,
     ThinkFilter,
     strip_think,
 )
@@ -30,33 +29,27 @@ def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, timeout=30))
 
 
-async def _chat(client: LLMClient) -> Generation:
+async def _chat(client: OllamaBackend) -> Generation:
     try:
         return await client.chat(MESSAGES)
     finally:
-        await client.aclose()
+        await client.close()
 
 
-async def _stream(client: LLMClient) -> tuple[list[str], Generation]:
+async def _stream(client: OllamaBackend) -> tuple[list[str], Generation]:
     result = Generation()
     pieces: list[str] = []
     try:
-        async for piece in client.stream_chat(MESSAGES, result):
+        async for piece in client.stream(MESSAGES, result):
             pieces.append(piece)
     finally:
-        await client.aclose()
+        await client.close()
     return pieces, result
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="Réponse sobre [bio].")
-    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "Réponse sobre [bio]."
     body = fake_ollama.chat_requests()[-1]
     assert body["model"] == "qwen3:8b"
@@ -65,13 +58,14 @@ def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:
     assert body["keep_alive"] == "30m"
     assert body["options"] == {"num_ctx": 8192, "num_predict": 1024, "temperature": 0.4}
     assert body["messages"] == MESSAGES
-    assert gen.prompt_eval_count and gen.eval_count
-    assert gen.usage() == {"input": gen.prompt_eval_count, "output": gen.eval_count, "total": gen.prompt_eval_count + gen.eval_count}
+    assert gen.input_tokens and gen.output_tokens
+    assert gen.usage() == {"input": gen.input_tokens, "output": gen.output_tokens, "total": gen.input_tokens + gen.output_tokens}
+    assert gen.details["prompt_eval_count"] == gen.input_tokens and gen.details["total_duration"] > 0
 
 
 def test_options_are_overridable(fake_ollama: FakeOllama) -> None:
     options = GenerationOptions(num_ctx=4096, num_predict=256, temperature=0.1, think=True, keep_alive="5m", extra={"top_p": 0.9})
-    run(_chat(LLMClient(fake_ollama.url, "qwen3:8b", options)))
+    run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b", options)))
     body = fake_ollama.chat_requests()[-1]
     assert body["options"] == {"num_ctx": 4096, "num_predict": 256, "temperature": 0.1, "top_p": 0.9}
     assert body["think"] is True and body["keep_alive"] == "5m"
@@ -79,10 +73,10 @@ def test_options_are_overridable(fake_ollama: FakeOllama) -> None:
 
 def test_think_block_is_stripped(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="La vraie réponse.", think="raisonnement caché")
-    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "La vraie réponse."
     assert "raisonnement" in gen.raw and "raisonnement" not in gen.text
-    pieces, result = run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")))
+    pieces, result = run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert "".join(pieces).strip() == "La vraie réponse."
     assert "think" not in "".join(pieces)
     assert result.text == "La vraie réponse."
@@ -91,18 +85,18 @@ def test_think_block_is_stripped(fake_ollama: FakeOllama) -> None:
 def test_stream_yields_the_whole_reply_and_counters(fake_ollama: FakeOllama) -> None:
     reply = "Aurèle a construit un collecteur en Rust [collecte-telemetrie-solaire]. Il tourne en production."
     fake_ollama.script(reply=reply)
-    pieces, result = run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")))
+    pieces, result = run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert len(pieces) > 3
     assert "".join(pieces) == reply
     assert result.text == reply
     assert result.done_reason == "stop"
-    assert result.eval_count == len(pieces)
+    assert result.output_tokens == len(pieces)
     assert fake_ollama.chat_requests()[-1]["stream"] is True
 
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_unknown_model_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
-    client = LLMClient(fake_ollama.url, "absent:1b")
+    client = OllamaBackend(fake_ollama.url, "absent:1b")
     with pytest.raises(LLMModelNotFound) as info:
         run(_stream(client) if streamed else _chat(client))
     assert info.value.status == 502
@@ -113,7 +107,7 @@ def test_unknown_model_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None
 @pytest.mark.parametrize("streamed", [False, True])
 def test_http_error_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(fail_status=500, fail_message="CUDA out of memory")
-    client = LLMClient(fake_ollama.url, "qwen3:8b")
+    client = OllamaBackend(fake_ollama.url, "qwen3:8b")
     with pytest.raises(LLMResponseError) as info:
         run(_stream(client) if streamed else _chat(client))
     assert info.value.upstream_status == 500
@@ -125,12 +119,12 @@ def test_error_line_mid_stream(fake_ollama: FakeOllama) -> None:
     got: list[str] = []
 
     async def consume() -> None:
-        client = LLMClient(fake_ollama.url, "qwen3:8b")
+        client = OllamaBackend(fake_ollama.url, "qwen3:8b")
         try:
-            async for piece in client.stream_chat(MESSAGES, Generation()):
+            async for piece in client.stream(MESSAGES, Generation()):
                 got.append(piece)
         finally:
-            await client.aclose()
+            await client.close()
 
     with pytest.raises(LLMResponseError) as info:
         run(consume())
@@ -142,7 +136,7 @@ def test_error_line_mid_stream(fake_ollama: FakeOllama) -> None:
 def test_a_reply_without_its_final_message_is_not_an_answer(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(reply="une réponse coupée", unfinished=True)
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(LLMClient(fake_ollama.url, "qwen3:8b")) if streamed else _chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+        run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")) if streamed else _chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert info.value.code == "llm_bad_response" and "final message" in info.value.message
 
 
@@ -158,7 +152,7 @@ def test_a_404_that_is_not_ollama_is_not_a_missing_model() -> None:
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_unreachable_server(streamed: bool) -> None:
-    client = LLMClient(f"http://127.0.0.1:{closed_port()}", "qwen3:8b", connect_timeout=1.0)
+    client = OllamaBackend(f"http://127.0.0.1:{closed_port()}", "qwen3:8b", connect_timeout=1.0)
     with pytest.raises(LLMUnavailable) as info:
         run(_stream(client) if streamed else _chat(client))
     assert info.value.status == 503
@@ -167,7 +161,7 @@ def test_unreachable_server(streamed: bool) -> None:
 @pytest.mark.parametrize("streamed", [False, True])
 def test_slow_server_times_out(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(delay=5.0)
-    client = LLMClient(fake_ollama.url, "qwen3:8b", timeout=0.3)
+    client = OllamaBackend(fake_ollama.url, "qwen3:8b", timeout=0.3)
     with pytest.raises(LLMTimeout) as info:
         run(_stream(client) if streamed else _chat(client))
     assert info.value.status == 504
@@ -176,33 +170,33 @@ def test_slow_server_times_out(fake_ollama: FakeOllama, streamed: bool) -> None:
 def test_slow_stream_times_out_between_pieces(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="un deux trois quatre", chunk_delay=2.0)
     with pytest.raises(LLMTimeout):
-        run(_stream(LLMClient(fake_ollama.url, "qwen3:8b", timeout=0.5)))
+        run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b", timeout=0.5)))
 
 
 def test_dropped_connection_is_typed(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(drop=True)
     with pytest.raises(LLMResponseError):
-        run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+        run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
 
 
 def test_empty_answer_is_reported_as_empty_text(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(empty=True)
-    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == ""
     # An answer that is only a think block is empty too.
     fake_ollama.script(reply="", think="tout le budget passé à réfléchir")
-    gen = run(_chat(LLMClient(fake_ollama.url, "qwen3:8b")))
+    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "" and gen.raw
     assert LLMEmptyAnswer("x").status == 502
 
 
 def test_probe(fake_ollama: FakeOllama) -> None:
     async def probe(url: str, model: str) -> dict[str, Any]:
-        client = LLMClient(url, model)
+        client = OllamaBackend(url, model)
         try:
             return await client.probe()
         finally:
-            await client.aclose()
+            await client.close()
 
     assert run(probe(fake_ollama.url, "qwen3:8b")) == {"reachable": True, "model_available": True}
     assert run(probe(fake_ollama.url, "llama3:70b"))["model_available"] is False

@@ -236,13 +236,13 @@ def test_the_demo_page_when_enabled(fake_ollama: FakeOllama) -> None:
 
 
 def test_stream_settings_from_the_environment() -> None:
-    s = Settings.from_mapping({"STREAM_RETRY_MS": "5000", "STREAM_PING_SECONDS": "2.5", "DEMO_PAGE": "true"})
+    s = Settings.from_env({"STREAM_RETRY_MS": "5000", "STREAM_PING_SECONDS": "2.5", "DEMO_PAGE": "true"}, env_file=None)
     assert (s.stream_retry_ms, s.stream_ping_seconds, s.demo_page) == (5000, 2.5, True)
-    d = Settings.from_mapping({})
+    d = Settings.from_env({}, env_file=None)
     assert (d.stream_retry_ms, d.stream_ping_seconds, d.demo_page) == (86_400_000, 15.0, False)
     for name, value in (("STREAM_RETRY_MS", "-1"), ("STREAM_PING_SECONDS", "0"), ("DEMO_PAGE", "maybe")):
         with pytest.raises(ConfigError, match=name):
-            Settings.from_mapping({name: value})
+            Settings.from_env({name: value}, env_file=None)
     assert {"STREAM_RETRY_MS", "STREAM_PING_SECONDS", "DEMO_PAGE"} <= set(ENV_VARIABLES)
 
 

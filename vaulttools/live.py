@@ -32,6 +32,7 @@ from grasbot import Note
 from grasbot import fold
 from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
 from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.view import LintVault
 
 __all__ = ["LiveDelta", "LiveVault", "diagnostic_key"]
 
@@ -619,7 +620,7 @@ class LiveVault:
             return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]
 
     def _lint_some(self, paths: list[str]) -> list[Diagnostic]:
-        vault: Any = _LintView(self.vault, self._rows) if self._rows.available else self.vault
+        vault: LintVault = _LintView(self.vault, self._rows) if self._rows.available else self.vault
         try:
             return self._linter.lint_some(vault, self.index, paths)
         except Exception:

@@ -65,7 +65,7 @@ from itertools import chain, compress
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -73,7 +73,7 @@ from grasbot.search import grounding as _grounding, lexicon as _lexicon, spellin
 from grasbot.model import Note, visible_to_visitors
 from grasbot.text import name_key_fast
 from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
-from grasbot.vault import LinkChange, Vault
+from grasbot.vault import LinkChange
 
 # -- constants (starting points from the original scoring, reworked where measurement said so) -----------------
 #: Term-frequency saturation for ranking. BM25F's pseudo-frequencies are field-weighted (one title word
@@ -125,6 +125,17 @@ REAL_MATCH_COVERAGE = 0.5  # a note covering this share of the question's inform
 GROUND_EVIDENCE = 0.23
 _SKIP_PROBLEMS = frozenset({"binary", "unreadable", "empty"})
 _DEGRADE_PROBLEMS = frozenset({"yaml-error", "not-mapping", "unclosed-frontmatter"})
+
+
+@runtime_checkable
+class IndexedVault(Protocol):
+    """What the index reads of a vault: its notes by path and, when it has them, each note's outgoing links
+    (`Vault`, or a copy such as the TUI's `_VaultSnapshot` taken under a lock)."""
+
+    @property
+    def notes(self) -> Mapping[str, Note]: ...
+
+    def outgoing(self, path: str) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -761,12 +772,12 @@ class SearchIndex:
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, vault: Vault, config: SearchConfig | None = None) -> SearchIndex:
+    def build(cls, vault: IndexedVault, config: SearchConfig | None = None) -> SearchIndex:
         index = cls(config)
         index._rebuild(vault)
         return index
 
-    def update(self, vault: Vault, change: LinkChange) -> None:
+    def update(self, vault: IndexedVault, change: LinkChange) -> None:
         """Bring the index up to date after `vault.update_file`/`remove_file` returned `change`.
 
         Only the changed notes are re-tokenized, and only their own postings change (milliseconds, not a
@@ -787,7 +798,7 @@ class SearchIndex:
                 gc.enable()
         self._stale = True
 
-    def _update(self, vault: Vault, change: LinkChange) -> None:
+    def _update(self, vault: IndexedVault, change: LinkChange) -> None:
         notes = vault.notes
         for path in sorted(change.changed):
             self._set_note(vault, path, notes.get(path))
@@ -848,7 +859,7 @@ class SearchIndex:
         live.sort(key=self._rank.__getitem__)
         return [self._docs[s].id for s in live]  # type: ignore[union-attr]
 
-    def _rebuild(self, vault: Vault) -> None:
+    def _rebuild(self, vault: IndexedVault) -> None:
         # Building allocates many small objects and frees few: the cyclic GC would rescan the vault's
         # large heap again and again for nothing (superlinear on 50k notes).
         enabled = gc.isenabled()
@@ -878,7 +889,7 @@ class SearchIndex:
             return [vocab[terms[0]]]
         return list(itemgetter(*terms)(vocab))
 
-    def _rebuild_now(self, vault: Vault) -> None:
+    def _rebuild_now(self, vault: IndexedVault) -> None:
         self._reset()
         # Notes take slots in path order (the id order is `_rank`, computed below). A note's (term, note)
         # entries go into compact C arrays as it is read; every `_BUILD_BATCH` notes one numpy sort sums
@@ -1072,7 +1083,7 @@ class SearchIndex:
             raise _Stale(doc.note.path)
         return sorted(stats)
 
-    def _set_note(self, vault: Vault, path: str, note: Note | None) -> None:
+    def _set_note(self, vault: IndexedVault, path: str, note: Note | None) -> None:
         """Take the note at `path` out of the index (if it was in) and put its new version in (if any).
         An edited note keeps its slot: the terms it keeps are updated in place, the others removed or
         inserted."""

@@ -47,7 +47,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
-from grasbot.llm.ollama import Generation, GenerationOptions, LLMClient, LLMEmptyAnswer, LLMError
+from grasbot.llm import Generation, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
 from grasbot.service.body_limit import RequestBodyLimit
 from grasbot.service.limits import Limits, LimitsConfig, LocalLimits, RedisLimits
 from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
@@ -333,15 +333,8 @@ class Service:
         self._stamp_seen = self.announcer.current_sync() or ""
         self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
         self._listener: asyncio.Task[None] | None = None
-        self.options = GenerationOptions(
-            num_ctx=settings.llm_num_ctx,
-            num_predict=settings.llm_num_predict,
-            temperature=settings.llm_temperature,
-            think=settings.llm_think,
-            keep_alive=settings.llm_keep_alive,
-        )
         self.observability = Observability(settings)
-        self.llm: LLMClient | None = None
+        self.llm: LLMBackend | None = None
         # Generations run in tasks of their own (so a visitor who leaves can cancel them once, cleanly);
         # they are held here until they end, and cancelled when the server stops.
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -349,13 +342,10 @@ class Service:
         self._following: asyncio.Task[bool] | None = None
 
     async def start(self) -> None:
-        s = self.settings
         # Every replica hears every announced reload at once (Redis pub/sub) and reloads in the background;
         # `catch_up` before each answer is what guarantees it (a message can be missed).
         self._listener = self.announcer.listen(self._announced)
-        self.llm = LLMClient(
-            s.ollama_url, s.llm_model, self.options, timeout=s.llm_timeout, connect_timeout=s.llm_connect_timeout
-        )
+        self.llm = create_backend(self.settings.llm_config())  # LLM_BACKEND: Ollama or OpenAI-compatible
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` in a task of its own, held until it ends (never garbage-collected while pending)."""
@@ -376,7 +366,7 @@ class Service:
         for task in list(self._tasks):
             await cancel_and_wait(task)
         if self.llm is not None:
-            await self.llm.aclose()
+            await self.llm.close()
         if self.redis is not None:
             with suppress(Exception):
                 await self.redis.aclose()
@@ -606,18 +596,18 @@ class Service:
             timings["prompt"] = (time.perf_counter() - prompt_started) * 1000
             generation = Generation(model=s.llm_model)
             with trace.observation(
-                "ollama-chat",
+                f"{self.llm.name}-chat",  # ollama-chat, openai-chat
                 as_type="generation",
                 input=messages,
                 model=s.llm_model,
-                model_parameters=self.options.model_parameters(),
+                model_parameters=self.llm.model_parameters(),
             ) as gen:
                 llm_started = time.perf_counter()
                 try:
                     if emit is None:
                         generation = await self.llm.chat(messages)
                     else:
-                        async for piece in self.llm.stream_chat(messages, generation):
+                        async for piece in self.llm.stream(messages, generation):
                             await emit("token", {"text": piece})
                     if not generation.text:
                         raise LLMEmptyAnswer("the language model returned an empty answer")
@@ -632,8 +622,9 @@ class Service:
                             output=generation.raw or None,
                             level="ERROR",
                             status_message=error.code,
+                            model=generation.model,  # as the server reports it
                             usage_details=generation.usage() or None,
-                            metadata={"ollama": generation.raw_summary(), "error": error.code},
+                            metadata={self.llm.name: generation.raw_summary(), "error": error.code},
                         )
                         trace.update(
                             output={"error": error.code, "sources_count": len(sources), "grounded": grounded},
@@ -646,6 +637,7 @@ class Service:
                 if trace.enabled:
                     gen.update(
                         output=generation.raw,
+                        model=generation.model,  # as the server reports it (a dated snapshot, a .gguf file)
                         usage_details=generation.usage() or None,
                         metadata={"done_reason": generation.done_reason, "elapsed_ms": round(generation.elapsed_ms, 1)},
                     )
@@ -706,7 +698,12 @@ class Service:
                 "loaded_at": snap.loaded_at,
                 **({"error": vault_error} if vault_error else {}),
             },
-            "llm": {"url": redact_url(self.settings.ollama_url), "model": self.settings.llm_model, **llm},
+            "llm": {
+                "backend": self.settings.llm_backend,
+                "url": redact_url(self.settings.llm_url),
+                "model": self.settings.llm_model,
+                **llm,
+            },
             "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
             "shared": shared,
@@ -820,7 +817,8 @@ async def _log_start(service: Service, root: Path) -> None:
             "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
         )
     probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
-    where = redact_url(s.ollama_url)
+    where = f"{redact_url(s.llm_url)} ({s.llm_backend})"
+    server = "Ollama" if s.llm_backend == "ollama" else "The LLM server"
     langfuse = "on" if service.observability.enabled else "off"
     if probe.get("reachable") and probe.get("model_available"):
         log.info(
@@ -828,11 +826,16 @@ async def _log_start(service: Service, root: Path) -> None:
             root, service.snapshot.size, s.llm_model, where, langfuse,
         )  # fmt: skip
         return
-    if probe.get("reachable"):
-        down = f"Ollama at {where} does not have the model {s.llm_model} (`ollama pull {s.llm_model}`)"
+    if probe.get("upstream_status") is not None and probe["upstream_status"] != 404:
+        # it answers, but refuses (a wrong LLM_API_KEY: 401) or fails: not a missing model
+        down = f"{server} at {where} answers HTTP {probe['upstream_status']} (a wrong LLM_API_KEY or LLM_BASE_URL?)"
+        effect = "502 `llm_bad_response`"
+    elif probe.get("reachable"):
+        hint = f" (`ollama pull {s.llm_model}`)" if s.llm_backend == "ollama" else " (its /models lists what it serves)"
+        down = f"{server} at {where} does not have the model {s.llm_model}{hint}"
         effect = "502 `llm_model_not_found`"
     else:
-        down = f"Ollama cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
+        down = f"{server} cannot be reached at {where} ({probe.get('error', 'llm_unavailable')})"
         effect = "503 `llm_unavailable`"
     log.warning(
         "GrasBot started, but the LLM is down: %s. Questions get %s (with their sources) until it is up; "

@@ -2,8 +2,9 @@
 
 One question is one trace `ask` (input query; output response, sources_count, grounded; metadata top_k,
 min_score; session_id and user_id; tags `grounded`|`ungrounded`, `model:<name>`, `vault-miss`) with a span
-`retrieval`, a span `prompt-build` and a generation `ollama-chat`, and two trace scores: `grounded` (0/1)
-and `retrieval_relevance` = min(max_score / 15, 1). Visitors' thumbs go in as the score `user_feedback`.
+`retrieval`, a span `prompt-build` and a generation `<backend>-chat` (`ollama-chat`, `openai-chat`), and
+two trace scores: `grounded` (0/1) and `retrieval_relevance` = min(max_score / 15, 1). Visitors' thumbs go
+in as the score `user_feedback`.
 
 Uses the SDK's current API (v4+): `start_as_current_observation`, `propagate_attributes`, `create_score`.
 Everything here runs inside one asyncio task per question, so the OpenTelemetry context that these

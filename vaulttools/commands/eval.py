@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     for kind, metrics in summary.get("by_kind", {}).items():
         table_rows.append(row(f"kind: {kind}", metrics))
     print_table(console, columns, table_rows)
-    console.print(f"median search time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
+    console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item
         for item in report.items

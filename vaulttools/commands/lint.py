@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from vaulttools.commands._common import VAULT_HELP, CliError, vault_path
+from vaulttools.lint import formats as report_formats
 from vaulttools.words import count
 
 NAME = "lint"
@@ -25,8 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vault", metavar="PATH", help=VAULT_HELP)
     parser.add_argument("--taxonomy", metavar="FILE", help="the TAXONOMIE.md to use (default: VAULT/TAXONOMIE.md, "
                         "then TAXONOMIE.md beside the vault)")
-    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
-                        help="report format (default: text)")
+    names = report_formats.FORMATS  # (the registry: vaulttools/lint/formats/__init__.py)
+    parser.add_argument("--format", choices=names, default=names[0],
+                        help=f"report format (default: {names[0]}): "
+                        + "; ".join(f"{f.name}: {f.help}" for f in report_formats.formats()))
     parser.add_argument("--fix", action="store_true", help="apply safe fixes, then report what is left")
     parser.add_argument("--diff", action="store_true",
                         help="print the fixes as a unified diff (for git apply or patch -p1 from the current folder) "
@@ -212,12 +215,12 @@ def _run(args: argparse.Namespace) -> int:
             from vaulttools.lint.formats.text import findings_only
 
             report = findings_only(result, path_prefix(result.root))
-        elif args.format == "json":  # 17 MB on the 10k benchmark vault: written as the UTF-8 bytes it is built as
+        elif color:
+            report = render(result, args.format, color=True)
+        else:  # (json: 17 MB on the 10k benchmark vault, written as the UTF-8 bytes it is built as)
             from vaulttools.lint.formats import render_bytes
 
-            report = render_bytes(result, "json")
-        else:
-            report = render(result, args.format, color=color)
+            report = render_bytes(result, args.format)
     if cache is not None:
         cache.save()
     _write_output(args, report)

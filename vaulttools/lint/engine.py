@@ -34,7 +34,7 @@ from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
 from vaulttools.lint.registry import ENGINE_VERSION, RULE_NAMES, RULES
 from vaulttools.lint.rules import LintContext
-from vaulttools.lint.rules.families import checks
+from vaulttools.lint.rules.families import NoteCheck, checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 from vaulttools.lint.suppression import apply_inline
 
@@ -85,20 +85,32 @@ def is_kept(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) ->
     return config.enabled(diag.rule) and diag.rule not in suppressed
 
 
-def check_one_note(note: Note, ctx: LintContext) -> list[Diagnostic]:
-    """The note-local findings of one note (no cross-note rule), before select/ignore/suppression."""
-    note_checks, _ = checks()
+def check_one_note(note: Note, ctx: LintContext, note_checks: Sequence[NoteCheck] | None = None) -> list[Diagnostic]:
+    """The note-local findings of one note (no cross-note rule), before select/ignore/suppression; with
+    `note_checks`, of those families only (see `_selected`)."""
+    every, _ = checks()
     global _QUICK
     if _QUICK is None:
         from vaulttools.lint.rules import quick
 
-        _QUICK = quick.is_clean if quick.applies(note_checks) else False
+        _QUICK = quick.is_clean if quick.applies(every) else False
     if _QUICK and _QUICK(note, ctx):
-        return []  # the usual clean note, known clean without running a dozen checks
+        return []  # the usual clean note, known clean without running a dozen checks (nor a part of them)
     out: list[Diagnostic] = []
-    for check in note_checks:
+    for check in every if note_checks is None else note_checks:
         out.extend(check(note, ctx))
     return out
+
+
+def _selected(all_checks: Sequence[NoteCheck], config: LintConfig) -> Sequence[NoteCheck] | None:
+    """The note-check families that have a rule `config` enables (None: all of them). A family none of whose
+    rules is selected is skipped before it runs: its findings would all be filtered out."""
+    kept = [c for c in all_checks if any(config.enabled(rule) for rule in _FAMILY_RULES.get(_family(c), ()))]
+    return None if len(kept) == len(all_checks) else kept
+
+
+def _family(check: Callable[..., Any]) -> str:
+    return check.__module__.rsplit(".", 1)[-1]
 
 
 #: `vaulttools.lint.rules.quick.is_clean` when it covers the note checks, else False (None: not decided yet).
@@ -149,7 +161,8 @@ def _run_checks(
 ) -> list[Diagnostic]:
     ctx = _context(vault, taxonomy, config, index, today)
     ctx.build_index = build_index
-    _, vault_checks = checks()
+    all_note_checks, vault_checks = checks()
+    note_checks = _selected(all_note_checks, config)
     found: list[Diagnostic] = []
     total = len(paths)
     for done, path in enumerate(paths, 1):
@@ -158,7 +171,7 @@ def _run_checks(
             continue
         cached = cache.get(note) if cache is not None else None
         if cached is None:
-            cached = check_one_note(note, ctx)
+            cached = check_one_note(note, ctx, note_checks)
             if cache is not None:
                 cache.put(note, cached)
         found.extend(cached)
@@ -166,8 +179,7 @@ def _run_checks(
             progress(done, total)
     path_list = list(paths)
     for check in vault_checks:
-        family = check.__module__.rsplit(".", 1)[-1]
-        if not any(config.enabled(rule) for rule in _FAMILY_RULES.get(family, ())):
+        if not any(config.enabled(rule) for rule in _FAMILY_RULES.get(_family(check), ())):
             continue  # e.g. retrieval off: the index is never built
         found.extend(check(ctx, path_list))
     notices.extend(ctx.notices)

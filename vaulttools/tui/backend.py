@@ -228,8 +228,8 @@ class _VaultSnapshot:
 def _freeze_heap() -> None:
     """Move everything alive now (the vault, the index, the diagnostics: millions of objects on a big
     vault) out of the garbage collector's sight, after each loading phase. Otherwise every full collection
-    (the lint allocates enough to trigger many) walks them all, holding the GIL, and the UI stalls for
-    half a second now and then while the author types. They live as long as the app; `gc.freeze` itself
+    (the lint allocates enough to trigger many) walks them all, holding the GIL, and the UI stalls now and
+    then while the author types (benchmarks/README.md, TUI). They live as long as the app; `gc.freeze` itself
     is instant (no collection first: that would be the very stall we avoid)."""
     import gc
 

@@ -23,8 +23,8 @@ from vaulttools.lint.registry import get_rule
 
 if TYPE_CHECKING:
     from grasbot import SearchIndex
-    from grasbot import Vault
     from vaulttools.lint.config import LintConfig
+    from vaulttools.lint.view import LintVault
 
 __all__ = [
     "LintContext",
@@ -122,7 +122,7 @@ def did_you_mean(value: str, choices: Iterable[str], strictness: int = 3) -> str
 class LintContext:
     """What every check may read. `index` is built lazily, once per run, by `search_index()`."""
 
-    vault: Vault
+    vault: LintVault  # the real vault or a stand-in (vaulttools/lint/view.py)
     taxonomy: Any  # vaulttools.taxonomy.Taxonomy | None
     config: LintConfig
     today: _dt.date

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 import weakref
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from grasbot import Note, Span
 from grasbot import fold
@@ -12,6 +13,9 @@ from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column
 from vaulttools.lint.rules import LintContext, item_span, make, value_span
+
+if TYPE_CHECKING:
+    from vaulttools.lint.view import NotesView
 
 
 def _nfc(text: str) -> str:
@@ -81,7 +85,7 @@ def _key(alias: str) -> str:
 _ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def identity_rows(vault) -> list[tuple]:
+def identity_rows(vault: NotesView) -> list[tuple]:
     """(path, slug or None, aliases, folded aliases, is_private) of every note; a cached vault gives them
     from its store without building notes."""
     rows = getattr(vault, "identity_rows", None)
