@@ -35,12 +35,19 @@ _EXPORTS: dict[str, str] = {
     "Resolution": "grasbot.model",
     "STR_FIELDS": "grasbot.model",
     "Span": "grasbot.model",
+    "PrivacyPolicy": "grasbot.model",
+    "nested_visibility": "grasbot.model",
     "other_visibility_keys": "grasbot.model",
+    "privacy_reason": "grasbot.model",
+    "says_public": "grasbot.model",
+    "says_true": "grasbot.model",
     "visible_to_visitors": "grasbot.model",
     # reading and loading a vault
     "DEFAULT_EXCLUDE": "grasbot.vault",
     "LinkChange": "grasbot.vault",
+    "PRIVACY_FILE": "grasbot.vault",
     "Vault": "grasbot.vault",
+    "read_privacy": "grasbot.vault",
     "DEFAULT_READERS": "grasbot.readers",
     "Reader": "grasbot.readers",
     "Readers": "grasbot.readers",
@@ -65,6 +72,12 @@ _EXPORTS: dict[str, str] = {
     "RetrievalLimits": "grasbot.answer.pipeline",
     "RetrievalPipeline": "grasbot.answer.pipeline",
     "is_servable": "grasbot.answer.prompt",
+    # who the bot is for a vault (answering profiles)
+    "PROFILE_FILE": "grasbot.answer.profile",
+    "Profile": "grasbot.answer.profile",
+    "ProfileError": "grasbot.answer.profile",
+    "load_profile": "grasbot.answer.profile",
+    "profile_problems": "grasbot.answer.profile",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -87,6 +100,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from grasbot.answer.context import ContextNote, plan_context
     from grasbot.answer.conversation import Turn
     from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
+    from grasbot.answer.profile import PROFILE_FILE, Profile, ProfileError, load_profile, profile_problems
     from grasbot.answer.prompt import is_servable
     from grasbot.markdown.reader import MarkdownReader, read_note
     from grasbot.model import (

@@ -54,6 +54,10 @@ __all__ = [
     "heading_key",
     "link_key",
     "cached_link_key",
+    "cut_links",
+    "local_target",
+    "is_obsidian_uri",
+    "MAX_LINKS_PER_NOTE",
     "AnchorTable",
     "Resolver",
 ]
@@ -125,6 +129,45 @@ def _split_markdown(dest: str) -> tuple[str, str | None]:
     return (unquote(dest) if "%" in dest else dest).strip(), anchor
 
 
+# An HTML anchor `<a href="Note.md">text</a>` (the closing tag on the same line, when there is one): Obsidian
+# renders it as a link and follows a relative href into the vault. Its raw text runs to `</a>`, so that
+# redaction removes the text with the target.
+_HTML_A_RE = re.compile(
+    r"<a\s[^<>\n]*?\bhref[ \t]*=[ \t]*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"'<>`]+))[^<>\n]*>(?:[^<\n]*</a>)?",
+    re.IGNORECASE,
+)
+# A link reference definition `[label]: Some%20Note.md "title"` at the start of a line (up to three spaces);
+# `[^1]: text` is a footnote, not a definition.
+_REF_DEF_RE = re.compile(
+    r"^[ ]{0,3}\[(?!\^)([^\[\]\n]+)\]:[ \t]*(?:<([^<>\n]*)>|(\S+))(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*$",
+    re.MULTILINE,
+)
+_OBSIDIAN_OPEN = "obsidian://open?"
+
+
+def local_target(dest: str) -> tuple[str, str | None] | None:
+    """`(target, anchor)` of a link destination that may point into the vault: a relative path (percent-
+    decoded, `#anchor` split off), or the `file=` of an `obsidian://open?vault=…&file=…` URI (the note that
+    URI opens; resolved as the other forms are). None for any other URL (`https:`, `mailto:`, `obsidian://`
+    without `file=`)."""
+    dest = dest.strip()
+    if dest[:16].lower() == _OBSIDIAN_OPEN:
+        for part in dest[16:].split("&"):
+            name, _, value = part.partition("=")
+            if name == "file" and value:
+                return _split_markdown(value)
+        return None
+    if is_external(dest):
+        return None
+    return _split_markdown(dest)
+
+
+def is_obsidian_uri(raw: str) -> bool:
+    """Whether a link's raw text holds an `obsidian://open` URI (such a link that finds no file may name a
+    note of another vault: it is EXTERNAL, not broken)."""
+    return "obsidian://" in raw.lower()
+
+
 def is_external(target: str) -> bool:
     """A URL (``https:``, ``mailto:``, ``obsidian:``...) or a protocol-relative ``//host`` address."""
     return bool(_SCHEME_RE.match(target)) or target.startswith("//")
@@ -159,15 +202,29 @@ def entry_of(link: Link) -> LinkEntry | None:
     return (raw, link[1], link[2], link[3], link[4], span[0], span[1], link[6])
 
 
-def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading], set[str]]:
-    """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores."""
+#: The most links read from one note. Real notes hold a few hundred at most (the largest MOC of the corpora
+#: a few thousand); a note beyond this is a generated or hostile file, and reading millions of links would
+#: hold the vault for seconds and hundreds of MB. `scan_body` stops one link past it; `grasbot.vault` then
+#: keeps this many, reports the note (`too-many-links`) and hides it from visitors (the links it did not
+#: read could name private notes that redaction would then not see).
+MAX_LINKS_PER_NOTE = 20_000
+
+
+def scan_body(
+    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE
+) -> tuple[list[LinkEntry], list[Heading], set[str]]:
+    """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores.
+
+    Each kind of link is read up to `max_links` + 1 (more than `max_links` tells the caller there were too
+    many); the scan is linear in the body's length, also on one very long line."""
     links: list[LinkEntry] = []
     headings: list[Heading] = []
     has_wiki = "[[" in body
     has_md = "](" in body
     has_heading = "#" in body
     has_block = "^" in body
-    if not (has_wiki or has_md or has_heading or has_block):
+    has_other = "<" in body or "]:" in body  # an HTML anchor, a reference definition (`_other_links`)
+    if not (has_wiki or has_md or has_heading or has_block or has_other):
         return links, headings, set()
     masked = mask_code(body) if "`" in body or "~~~" in body or "$$" in body or has_comment(body) else body
     # A vault holds one entry per link: this loop runs some hundred thousand times on a load, so it keeps
@@ -178,14 +235,19 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
     wiki_starts: list[int] = []
     wiki_ends: list[int] = []
     if has_wiki:
-        # line numbers by counting line breaks since the previous match (matches come in order)
+        # line numbers by counting line breaks since the previous match (matches come in order), and the
+        # start of the current line likewise: searching back from each match to its line's start would be
+        # quadratic on one long line of links (a 3.8 MB line took 30 s)
         line = first_line
         last = 0
+        line_start = 0
         append = links.append
         start_append = wiki_starts.append
         end_append = wiki_ends.append
         wiki, embed = LinkKind.WIKILINK, LinkKind.EMBED
         for m in _WIKI_RE.finditer(masked):
+            if len(links) > max_links:
+                break
             start, end = m.span()
             kind = wiki
             if start:
@@ -205,24 +267,30 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
                 if not target:
                     continue  # [[ ]]: not a link
                 anchor = display = None
-            line += count("\n", last, start)
+            breaks = count("\n", last, start)
+            if breaks:
+                line += breaks
+                line_start = rfind("\n", last, start) + 1
             last = start
             raw = body[start:end]
             # (texts shared with equal ones: the same `[[name]]` recurs across notes, and the resolver
             # then hashes each target once)
             append((share(raw, raw), share(target, target), anchor, display, kind, line,
-                    start - rfind("\n", 0, start), None))
+                    start - line_start + 1, None))
             start_append(start)
             end_append(end)
     if has_md:
         line = first_line
         last = 0
+        line_start = 0
         md = LinkKind.MARKDOWN
         md_links: list[LinkEntry] = []
         append = md_links.append
         wi = 0
         n_wiki = len(wiki_ends)
         for m in _MD_RE.finditer(masked):
+            if len(md_links) > max_links:
+                break
             start, end = m.span()
             if start:
                 before = masked[start - 1]
@@ -240,13 +308,17 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
             if dest is None or not dest.strip():
                 continue
             if is_external(dest):
-                target, anchor = dest.strip(), None
+                local = local_target(dest) if dest[:1] in "oO" else None  # (an obsidian://open URI)
+                target, anchor = local if local is not None else (dest.strip(), None)
             else:
                 target, anchor = _split_markdown(dest)
-            line += count("\n", last, start)
+            breaks = count("\n", last, start)
+            if breaks:
+                line += breaks
+                line_start = rfind("\n", last, start) + 1
             last = start
             # (a markdown link's text is seldom repeated: not shared)
-            col = start - rfind("\n", 0, start)
+            col = start - line_start + 1
             append((body[start:end], share(target, target), anchor, text, md, line, col, None))
         if md_links:
             if links:
@@ -254,6 +326,11 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
                 links.sort(key=_ENTRY_ORDER)
             else:
                 links = md_links
+    if has_other and ("<" in masked or "]:" in masked):
+        other = _other_links(body, masked, first_line, max_links, wiki_starts, wiki_ends)
+        if other:
+            links.extend(other)
+            links.sort(key=_ENTRY_ORDER)
     if has_heading and ("\n#" in masked or masked.startswith("#")):
         line = first_line
         last = 0
@@ -274,6 +351,103 @@ def scan_body(body: str, first_line: int) -> tuple[list[LinkEntry], list[Heading
             if not start or masked[start - 1] in _BLOCK_BEFORE:
                 blocks.add(m[1])
     return links, headings, blocks
+
+
+def _other_links(
+    body: str, masked: str, first_line: int, max_links: int, wiki_starts: list[int], wiki_ends: list[int]
+) -> list[LinkEntry]:
+    """The rarer forms, as MARKDOWN links (resolved relative-first, as a markdown link is): HTML anchors
+    `<a href="Note.md">` and reference definitions `[x]: Note.md`, whose destination points into the vault
+    (`local_target`). Kept, as every form the resolver follows must be, so that `private-link` and
+    redaction see them."""
+    found: list[tuple[int, int, str, str | None, str | None]] = []  # (start, end, target, anchor, display)
+    if "<" in masked:
+        for m in _HTML_A_RE.finditer(masked):
+            if len(found) > max_links:
+                break
+            dest = next(g for g in m.groups() if g is not None)
+            local = local_target(dest) if dest.strip() else None
+            if local is not None:
+                found.append((m.start(), m.end(), local[0], local[1], None))
+    if "]:" in masked:
+        for m in _REF_DEF_RE.finditer(masked):
+            if len(found) > max_links:
+                break
+            dest = m[2] if m[2] is not None else m[3]
+            local = local_target(dest) if dest and dest.strip() else None
+            if local is not None:
+                start = m.start() + len(m[0]) - len(m[0].lstrip(" "))
+                found.append((start, m.end(), local[0], local[1], m[1]))
+    if not found:
+        return []
+    found.sort()
+    out: list[LinkEntry] = []
+    md = LinkKind.MARKDOWN
+    line, last, line_start = first_line, 0, 0
+    wi, n_wiki = 0, len(wiki_ends)
+    for start, end, target, anchor, display in found:
+        while wi < n_wiki and wiki_ends[wi] <= start:
+            wi += 1
+        if wi < n_wiki and wiki_starts[wi] < end:
+            continue  # a wikilink inside it is the link
+        breaks = masked.count("\n", last, start)
+        if breaks:
+            line += breaks
+            line_start = masked.rfind("\n", last, start) + 1
+        last = start
+        raw = body[start:end].rstrip(" \t")
+        out.append((raw, _share(target, target), anchor, display, md, line, start - line_start + 1, None))
+    return out
+
+
+# Links written as text inside code (which the link parser skips on purpose), for `Vault.visitor_text`.
+_TEXT_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
+_TEXT_MDLINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\(<?([^()<>\n]*)>?\)")
+
+
+def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
+    """`text` without the links for which `hides(link)` is true (`grasbot.vault.Vault.visitor_text` decides by
+    where each resolves): first every link the parser finds (each
+    form the resolver follows, exact spans), then the `[[x]]`/`[x](y)` left in code, read as links."""
+    links = scan_body(text, 1)[0]
+    cut = [entry for entry in links_from_entries(links) if hides(entry)]
+    if cut:
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        pieces: list[str] = []
+        last = 0
+        for link in cut:
+            span = link.span
+            start = starts[span.line - 1] + span.column - 1
+            end = starts[span.end_line - 1] + span.end_column - 1
+            if start >= last:
+                pieces.append(text[last:start])
+                last = end
+        pieces.append(text[last:])
+        text = "".join(pieces)
+    if "[" not in text:
+        return text
+    wiki, md = LinkKind.WIKILINK, LinkKind.MARKDOWN
+    no_span = Span(0, 0, 0, 0)
+
+    def wikilink(match: re.Match[str]) -> str:
+        target, anchor, display = _split_wiki(match[1])
+        link = Link(match[0], target, anchor, display, wiki, no_span)
+        return "" if target and hides(link) else match[0]
+
+    def markdown(match: re.Match[str]) -> str:
+        local = local_target(match[2]) if match[2].strip() else None
+        if local is None:
+            return match[0]
+        link = Link(match[0], local[0], local[1], match[1], md, no_span)
+        return "" if local[0] and hides(link) else match[0]
+
+    text = _TEXT_WIKILINK_RE.sub(wikilink, text) if "[[" in text else text
+    return _TEXT_MDLINK_RE.sub(markdown, text) if "](" in text else text
 
 
 # A frontmatter value that is one link and nothing else, without anchor or display text.
@@ -636,6 +810,8 @@ class Resolver:
             exact = True
         else:
             cands, exact = self.find(target, source, kind is LinkKind.MARKDOWN)
+            if not cands and kind is LinkKind.MARKDOWN and is_obsidian_uri(link.raw):
+                return _new(Resolution, (link, LinkStatus.EXTERNAL, None, (), None))  # a note of another vault
             if not cands:
                 alias_of = self.likely_owner(target, source, self.owners()) if likely else None
                 return _new(Resolution, (link, LinkStatus.BROKEN, None, (), alias_of))

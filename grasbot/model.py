@@ -43,7 +43,11 @@ class Problem:
     `code` is one of: ``yaml-error``, ``not-utf8``, ``no-frontmatter``, ``not-mapping``, ``empty``,
     ``binary``, ``unreadable``, ``unclosed-frontmatter``, ``duplicate-key`` (the fields are read, the last
     value of the key wins), ``misplaced-frontmatter`` (a `---` block after blank lines or other text: no
-    field is read, as in Obsidian). Lint reports every problem as `frontmatter-invalid` (or a more precise rule);
+    field is read, as in Obsidian), ``frontmatter-too-large`` (YAML aliases expanding beyond
+    `grasbot.markdown.frontmatter.MAX_EXPANDED_VALUES`: no field is read), ``cr-line-endings`` (lines ending
+    in a lone CR: no field is read), ``too-many-links`` (links beyond `grasbot.links.MAX_LINKS_PER_NOTE`
+    are not read; the note is hidden), ``symlink-outside-vault`` (a vault-level problem: a symbolic link whose
+    target is outside the vault, skipped). Lint reports every problem as `frontmatter-invalid` (or a more precise rule);
     retrieval skips or degrades the note.
     """
 
@@ -159,6 +163,7 @@ class Note:
         "frontmatter_span",
         "_digest",
         "id",
+        "withheld",
         "__weakref__",
     )
 
@@ -171,6 +176,8 @@ class Note:
     problems: list[Problem]
     frontmatter_span: Span | None  # the lines between the two `---`, when present
     id: str  # stable id assigned by the vault: slug, else file name, else path where names collide
+    #: Why the vault's privacy settings (`PrivacyPolicy`: a private folder or tag) hide the note, or None.
+    withheld: str | None
 
     def __init__(
         self,
@@ -209,6 +216,7 @@ class Note:
         self.frontmatter_span = frontmatter_span
         self._digest: str | None = digest
         self.id = id
+        self.withheld = None
 
     @classmethod
     def _from_utf8(
@@ -247,6 +255,7 @@ class Note:
         note.frontmatter_span = fields["frontmatter_span"]
         note._digest = digest
         note.id = ""
+        note.withheld = None
         return note
 
     # -- links ---------------------------------------------------------------------------------------
@@ -424,14 +433,9 @@ class Note:
 
     @property
     def is_private(self) -> bool:
-        """No field means public (plain Obsidian vaults have none); any value but `public` is private:
-        a typo such as `privte` must fail closed, never leak."""
-        meta = self.meta
-        if "visibility" in meta and not _says_public(meta["visibility"]):
-            return True  # also `visibility:` with no value
-        # `Visibility: private` or `"visibility ": private` is not the field, but its author meant it:
-        # any such key that does not say public hides the note too, beside the field or without it
-        return any(not _says_public(meta[key]) for key in other_visibility_keys(meta))
+        """Whether the note is kept from visitors: `not visible_to_visitors(note)`, the one privacy rule
+        (the bot, lint, the TUI and watch all read this one answer)."""
+        return not visible_to_visitors(self)
 
     @property
     def priority(self) -> int | None:
@@ -479,22 +483,194 @@ class Note:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
 
 
+_VISIBILITY = "visibility"
+#: Most edits between a key and `visibility` for the key to count as a misspelt `visibility`
+#: (`visibilty`, `visiblity`, `visibiltiy`, `Visability`: one edit each).
+VISIBILITY_TYPO_EDITS = 2
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    # (the project's one edit distance, with swaps of neighbours as one edit: `visibiltiy`; imported on the
+    # rare key that may be a misspelling)
+    from grasbot.text import edit_distance
+
+    return edit_distance(a, b, limit, transpositions=True)
+
+
+def is_visibility_key(key: object) -> bool:
+    """Whether `key` is `visibility` written another way: another case or blanks (`Visibility`,
+    `"visibility "`) or misspelt by up to VISIBILITY_TYPO_EDITS edits (`visibilty`, `Visiblity`)."""
+    if key.__class__ is not str or key == _VISIBILITY:
+        return False
+    # (a key more than two characters shorter or longer cannot be it: most keys are dismissed on length)
+    if not 8 <= len(key) <= 40:  # type: ignore[arg-type]
+        return False
+    folded = key.strip().lower()  # type: ignore[attr-defined]
+    if folded == _VISIBILITY:
+        return True
+    if not 8 <= len(folded) <= 12:
+        return False
+    # (a cheap necessary condition first: each edit brings at most one letter that `visibility` has not,
+    # so a key with more than two such letters is not within two edits: `priority`, `category` stop here)
+    if sum(c not in _VISIBILITY_LETTERS for c in folded) > VISIBILITY_TYPO_EDITS:
+        return False
+    return _edit_distance(folded, _VISIBILITY, VISIBILITY_TYPO_EDITS) <= VISIBILITY_TYPO_EDITS
+
+
+_VISIBILITY_LETTERS = frozenset(_VISIBILITY)
+
+
 def other_visibility_keys(meta: dict[str, Any]) -> list[str]:
-    """The keys of `meta` that are `visibility` written another way (`Visibility`, `"visibility "`)."""
-    # (a key shorter than the word cannot be it: most keys are dismissed on their length)
-    return [k for k in meta if k.__class__ is str and len(k) >= 10 and k != "visibility" and k.strip().lower() == "visibility"]
+    """The keys of `meta` that are `visibility` written another way (`Visibility`, `"visibility "`,
+    `visibilty`): see `is_visibility_key`."""
+    return [k for k in meta if is_visibility_key(k)]
 
 
-def _says_public(value: object) -> bool:
+def says_public(value: object) -> bool:
+    """`public`, in any case and with blanks around (`Public`, ` public `): what the bot serves."""
     return isinstance(value, str) and value.strip().lower() == "public"
+
+
+def says_true(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
+def nested_visibility(meta: dict[str, Any]) -> list[tuple[str, object]]:
+    """`(top-level key, value)` of every `visibility` key (or a misspelling of it) found *inside* another
+    field's value (`publish: {visibility: private}`, `- visibility: private` under a list): not the field,
+    but its author meant it. Walks each object once (aliases share objects, and may make cycles)."""
+    found: list[tuple[str, object]] = []
+    for top, value in meta.items():
+        if not isinstance(value, (dict, list)):
+            continue
+        seen: set[int] = set()
+        stack: list[object] = [value]
+        while stack:
+            item = stack.pop()
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for key, inner in item.items():
+                    if key == _VISIBILITY or is_visibility_key(key):
+                        found.append((str(top), inner))
+                    if isinstance(inner, (dict, list)):
+                        stack.append(inner)
+            elif isinstance(item, list):
+                stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return found
+
+
+def private_by_fields(meta: dict[str, Any]) -> str | None:
+    """Why the frontmatter fields keep the note from visitors (`visibility: private`), or None. Every way an author says "not
+    public" (docs/service.md, "What private means"):
+
+    - `visibility` with any value but `public` (also none: `visibility:`); a typo such as `privte` must fail
+      closed, never leak. No field at all means public (plain Obsidian vaults have none);
+    - `visibility` written another way (`Visibility`, `visibilty`: see `is_visibility_key`) with a value that
+      is not `public`, beside the field or without it;
+    - `publish` with any value but true (Obsidian Publish's `publish: false`);
+    - `private: true`;
+    - a `visibility` nested inside another field (`meta: {visibility: private}`) that is not `public`.
+    """
+    if _VISIBILITY in meta and not says_public(meta[_VISIBILITY]):
+        return _shown(_VISIBILITY, meta[_VISIBILITY])
+    for key in meta:
+        if key.__class__ is str and is_visibility_key(key) and not says_public(meta[key]):
+            return _shown(key, meta[key])
+    if "publish" in meta and not says_true(meta["publish"]):
+        return _shown("publish", meta["publish"])
+    if "private" in meta and says_true(meta["private"]):
+        return _shown("private", meta["private"])
+    for top, value in nested_visibility(meta):
+        if not says_public(value):
+            return f"a visibility inside `{top}`"
+    return None
+
+
+def _shown(key: str, value: object) -> str:
+    """`key: value` as a reason (a value that is not a short scalar is not quoted)."""
+    if value is None:
+        return f"{key} with no value"
+    if isinstance(value, bool):
+        return f"{key}: {str(value).lower()}"
+    if isinstance(value, (str, int, float)) and len(str(value)) <= 40:
+        return f"{key}: {value}"
+    return f"{key} not public"
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyPolicy:
+    """What a vault's configuration adds to the fields: folders and tags whose notes are private
+    (`[privacy]` in `VAULT/vaulttools.toml`, and the service's settings; none by default).
+
+    `folders` are vault-relative folder paths (`journal`, `perso/famille`), compared without case;
+    `tags` are tag names without `#` (`private`, `perso`), compared without case, matched on the note's
+    `tags` field and on its body's `#tag`s (and their sub-tags: `#perso/santé` for `perso`).
+    """
+
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    #: Every note hidden: the configuration could not be read (fail closed).
+    everything: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.folders or self.tags or self.everything)
+
+    def merged(self, other: PrivacyPolicy | None) -> PrivacyPolicy:
+        """Both policies at once (what either hides stays hidden)."""
+        if not other:
+            return self
+        return PrivacyPolicy(
+            tuple(sorted(set(self.folders) | set(other.folders))),
+            tuple(sorted(set(self.tags) | set(other.tags))),
+            self.everything or other.everything,
+        )
+
+    def digest(self) -> str:
+        return hashlib.blake2b(repr((self.folders, self.tags, self.everything)).encode(), digest_size=8).hexdigest()
+
+    def withheld(self, note: Note) -> str | None:
+        """Why this policy hides `note` (`folder journal`, `tag #private`), or None."""
+        if self.everything:
+            return "the [privacy] configuration could not be read"
+        path = note.path.lower()
+        for folder in self.folders:
+            prefix = folder.strip("/").lower()
+            if prefix and path.startswith(prefix + "/"):
+                return f"folder {folder.strip('/')}"
+        if self.tags:
+            wanted = {t.lstrip("#").strip().lower() for t in self.tags}
+            for tag in note.tags:
+                name = tag.lstrip("#").strip().lower()
+                if name in wanted or name.split("/", 1)[0] in wanted:
+                    return f"tag #{name}"
+            body = note.body
+            if "#" in body:
+                for m in _BODY_TAG_RE.finditer(body):
+                    name = m[1].lower()
+                    if name in wanted or name.split("/", 1)[0] in wanted:
+                        return f"tag #{name}"
+        return None
+
+
+# An Obsidian tag in the body: `#` after a blank or the line start, then a name that is not only digits.
+# (a tag inside code is matched too: a false positive only hides a note, never shows one)
+_BODY_TAG_RE = re.compile(r"(?<![^\s])#([\w/-]*[^\W\d][\w/-]*)")
 
 
 #: Problems after which the parsed frontmatter says nothing reliable about `visibility` (a duplicate key:
 #: the value read is the last one, and an earlier `visibility: private` must not lose to it; a misplaced
-#: frontmatter: Obsidian reads none of it, but its author meant every line).
-FRONTMATTER_UNREADABLE: frozenset[str] = frozenset(
-    {"yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "duplicate-key", "misplaced-frontmatter"}
-)
+#: frontmatter: Obsidian reads none of it, but its author meant every line; aliases expanding too far: no
+#: field is read; lines ending in a lone CR: no frontmatter is opened).
+FRONTMATTER_UNREADABLE: frozenset[str] = frozenset({
+    "yaml-error", "not-mapping", "unclosed-frontmatter", "not-utf8", "duplicate-key", "misplaced-frontmatter",
+    "frontmatter-too-large", "cr-line-endings",
+})
+#: Problems that keep a note from visitors whatever its fields say: links not read (they could name
+#: private notes that redaction would then miss); a file that could not be read or decoded at all (a NUL
+#: byte, UTF-16, no permission: what it says about its visibility is unknown, and its path is not shown).
+HIDING_PROBLEMS: frozenset[str] = frozenset({"too-many-links", "binary", "unreadable"})
 # A `visibility` key (maybe quoted) whose value is not `public`: at the start of a line, as a list item's key
 # (`- visibility: private`), or inside a flow mapping (`{title: A, visibility: private`). The lookahead holds
 # its own blanks: with `\s*` before it, backtracking to zero blanks made " public" a hint.
@@ -504,20 +680,44 @@ _NON_PUBLIC_VISIBILITY_LINE = re.compile(
 )
 
 
-def visible_to_visitors(note: Note) -> bool:
-    """The one privacy rule every part applies (retrieval, prompt, API, TUI preview).
+def private_by_raw_text(note: Note) -> bool:
+    """When the frontmatter could not be read: whether its raw text has a `visibility:` line other than
+    `public` (the frontmatter's lines, or the whole file when no frontmatter could be split from it)."""
+    text, body = note.text, note.body
+    head = text[: len(text) - len(body)] if body and len(body) < len(text) and text.endswith(body) else text
+    if "\r" in head:
+        head = head.replace("\r\n", "\n").replace("\r", "\n")  # lines ending in a lone CR are lines too
+    return _NON_PUBLIC_VISIBILITY_LINE.search(head) is not None
 
-    A note is public when its `visibility` is `public` or absent (plain Obsidian notes). When the
+
+def privacy_reason(note: Note) -> str | None:
+    """Why the note is kept from visitors (`visibility: private`, `publish: false`, `folder journal`,
+    `unreadable file`...), or None when a visitor may see it: the one privacy rule every part applies
+    (retrieval, prompt, API, lint, TUI, watch), through `visible_to_visitors` and `Note.is_private`.
+
+    A note is public when none of its fields says otherwise (`private_by_fields`: `visibility` other than
+    `public`, misspelt, nested, `publish: false`, `private: true`), the vault's `PrivacyPolicy` does not
+    withhold it (a private folder or tag), and nothing in it went unread (`HIDING_PROBLEMS`). When the
     frontmatter could not be read, the raw text decides: any `visibility:` line other than `public` keeps
     the note hidden (fail closed), since a typo in the YAML must never publish a private note.
     """
-    if note.is_private:
-        return False
-    if any(problem.code in FRONTMATTER_UNREADABLE for problem in note.problems):
-        # the frontmatter's text, or the whole file when no frontmatter could be split from it (never
-        # closed, or closed by `...`): then a `visibility:` line anywhere keeps the note hidden
-        text, body = note.text, note.body
-        head = text[: len(text) - len(body)] if body and len(body) < len(text) and text.endswith(body) else text
-        return not _NON_PUBLIC_VISIBILITY_LINE.search(head)
-    return True
+    if note.withheld is not None:
+        return note.withheld
+    meta = note.meta
+    if meta:
+        reason = private_by_fields(meta)
+        if reason is not None:
+            return reason
+    problems = note.problems
+    if problems:
+        for problem in problems:
+            if problem.code in HIDING_PROBLEMS:
+                return "too many links" if problem.code == "too-many-links" else "unreadable file"
+        if any(problem.code in FRONTMATTER_UNREADABLE for problem in problems) and private_by_raw_text(note):
+            return "a visibility line in a frontmatter that could not be read"
+    return None
 
+
+def visible_to_visitors(note: Note) -> bool:
+    """Whether a visitor may see the note: `privacy_reason(note) is None`."""
+    return privacy_reason(note) is None

@@ -19,11 +19,22 @@ import weakref
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.links import AnchorTable, Resolver, cached_link_key, link_key
+from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key
 from grasbot.markdown.frontmatter import clear_caches
-from grasbot.model import Link, LinkKind, LinkStatus, Note, Problem, Resolution, Span, visible_to_visitors
+from grasbot.model import (
+    Link,
+    LinkKind,
+    LinkStatus,
+    Note,
+    PrivacyPolicy,
+    Problem,
+    Resolution,
+    Span,
+    visible_to_visitors,
+)
 from grasbot.readers import DEFAULT_READERS, Reader, Readers
 from grasbot.text import clear_name_keys, name_key, name_key_fast
 
@@ -31,7 +42,60 @@ from grasbot.text import clear_name_keys, name_key, name_key_fast
 #: ".") are always skipped. Matching is on a path part (folder or file name), case-insensitive.
 DEFAULT_EXCLUDE: tuple[str, ...] = (".obsidian", ".trash", "README.md", "TAXONOMIE.md", "templates")
 
-__all__ = ["DEFAULT_EXCLUDE", "LinkChange", "Vault"]
+__all__ = ["DEFAULT_EXCLUDE", "PRIVACY_FILE", "LinkChange", "Vault", "read_privacy"]
+
+#: The vault's own configuration file, whose `[privacy]` table names private folders and tags (the same
+#: file holds `[lint]`, see docs/rules.md); read by the vault so that every tool that loads it agrees.
+PRIVACY_FILE = "vaulttools.toml"
+
+
+def read_privacy(root: str | Path) -> tuple[PrivacyPolicy, Problem | None]:
+    """The `[privacy]` table of `root/vaulttools.toml` (none when the file or the table is absent):
+
+        [privacy]
+        private-folders = ["journal", "perso/famille"]
+        private-tags = ["private"]
+
+    A file that cannot be read, or a table of the wrong shape, hides every note (fail closed: which
+    notes it meant to hide is unknown) and comes with a problem naming the file and what is wrong.
+    """
+    import tomllib
+
+    path = Path(root) / PRIVACY_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return PrivacyPolicy(), None
+    except OSError as exc:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"not readable ({exc.strerror or exc}): every note is hidden until it is", "privacy-config"
+        )
+    if b"privacy" not in raw:
+        return PrivacyPolicy(), None  # (a `[lint]`-only file: the lint configuration reports its own errors)
+    try:
+        table = tomllib.loads(raw.decode("utf-8")).get("privacy")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"invalid TOML ({exc}): every note is hidden until it is fixed", "privacy-config"
+        )
+    if table is None:
+        return PrivacyPolicy(), None
+    lists: dict[str, tuple[str, ...]] = {}
+    unknown = sorted(set(table) - {"private-folders", "private-tags"}) if isinstance(table, dict) else []
+    for key in ("private-folders", "private-tags"):
+        value = table.get(key, []) if isinstance(table, dict) else None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            return PrivacyPolicy(everything=True), Problem(
+                PRIVACY_FILE, 1, 1, f"[privacy] {key} must be a list of names (e.g. [\"journal\"]): every note "
+                "is hidden until it is fixed", "privacy-config",
+            )
+        lists[key] = tuple(v.strip() for v in value)
+    if unknown:
+        return PrivacyPolicy(everything=True), Problem(
+            PRIVACY_FILE, 1, 1, f"[privacy] has unknown keys {', '.join(unknown)} (known: private-folders, "
+            "private-tags): every note is hidden until it is fixed", "privacy-config",
+        )
+    return PrivacyPolicy(lists["private-folders"], lists["private-tags"]), None
 
 # Prefix of reverse-index keys that record "this broken link's text may equal an alias".
 _ALIAS = "\0"
@@ -162,10 +226,16 @@ class Vault:
     problems: list[Problem]  # problems that belong to no note (symlink loop, unreadable folder, ...)
 
     def __init__(
-        self, root: Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, readers: Readers = DEFAULT_READERS
+        self,
+        root: Path,
+        exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        readers: Readers = DEFAULT_READERS,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         self.root = root
         self.exclude = tuple(exclude)
+        # (the real path: symbolic links are followed only to targets under it)
+        self._real_root = os.path.realpath(root)
         #: which files are notes and how each is read (grasbot.readers); every other file is an attachment
         self.readers = readers
         # names (no "/") match any path part; entries with "/" match a vault-relative path prefix
@@ -192,15 +262,27 @@ class Vault:
         # (these two hold tuples after a load, sets once an update changed them: see _index_add)
         self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
+        self._hidden: frozenset[str] | None = None  # `hidden_paths`, forgotten at each update
+        #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
+        #: plus `privacy` from the caller, such as the service's settings).
+        own, problem = read_privacy(root)
+        self.privacy: PrivacyPolicy = own.merged(privacy)
+        if problem is not None:
+            self.problems.append(problem)
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
     def load(
-        cls, root: str | Path, exclude: tuple[str, ...] = DEFAULT_EXCLUDE, readers: Readers = DEFAULT_READERS
+        cls,
+        root: str | Path,
+        exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        readers: Readers = DEFAULT_READERS,
+        privacy: PrivacyPolicy | None = None,
     ) -> Vault:
         """Read every note under `root` (the files one of `readers` claims; the others are attachments).
         Never raises on a bad file; raises FileNotFoundError / NotADirectoryError with a clear message
-        when `root` itself is missing or not a folder."""
+        when `root` itself is missing or not a folder. `privacy` adds private folders and tags to those of
+        the vault's own `vaulttools.toml` (`read_privacy`)."""
         root = Path(root).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"vault folder not found: {root}")
@@ -211,7 +293,7 @@ class Vault:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            vault = cls._load(root.resolve(), exclude, readers)
+            vault = cls._load(root.resolve(), exclude, readers, privacy)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -230,8 +312,10 @@ class Vault:
         return vault
 
     @classmethod
-    def _load(cls, root: Path, exclude: tuple[str, ...], readers: Readers) -> Vault:
-        vault = cls(root, exclude, readers)
+    def _load(
+        cls, root: Path, exclude: tuple[str, ...], readers: Readers, privacy: PrivacyPolicy | None = None
+    ) -> Vault:
+        vault = cls(root, exclude, readers, privacy)
         notes: list[Note] = []
         reader_for = readers.reader_for
         for rel, full in vault._walk():
@@ -318,6 +402,9 @@ class Vault:
                 name_lower = name_key_fast(name)
                 if name_lower in exclude_names or (exclude_paths and self._excluded(name_key(rel), name_lower)):
                     continue
+                if entry.is_symlink() and not self._inside(entry.path):
+                    self._outside_problem(rel)
+                    continue
                 try:
                     is_dir = entry.is_dir()  # follows symlinks
                 except OSError:
@@ -346,6 +433,40 @@ class Vault:
                     continue
                 yield rel, entry.path
             stack.extend(reversed(subdirs))
+
+    def _inside(self, full: str) -> bool:
+        """Whether `full`, symbolic links followed, is the vault's root or under it."""
+        real = os.path.realpath(full)
+        root = self._real_root
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def _outside_problem(self, rel: str) -> None:
+        # (the target is not named: it is outside the vault, and may be what the link hides)
+        self.problems.append(Problem(
+            rel, 1, 1, "symbolic link to a target outside the vault (symlink-outside-vault): skipped; a vault "
+            "reads only its own files: move the target into the vault or remove the link", "symlink-outside-vault",
+        ))
+
+    def _symlink_verdict(self, rel: str) -> str | None:
+        """For an update of `rel`: "outside" when a symbolic link on its path leads outside the vault, "loop"
+        when a folder link on it leads back to one of its own parent folders (the vault root included), as
+        the load's walk decides for the same path; None when it may be read."""
+        parts = rel.split("/")
+        root = self._real_root
+        path = str(self.root)
+        for i, part in enumerate(parts):
+            parent = path
+            path = os.path.join(path, part)
+            if not os.path.islink(path):
+                continue
+            if not self._inside(path):
+                return "outside"
+            real = os.path.realpath(path)
+            real_parent = os.path.realpath(parent)
+            if i < len(parts) - 1 or os.path.isdir(path):
+                if real == root or real_parent == real or real_parent.startswith(real.rstrip(os.sep) + os.sep):
+                    return "loop"
+        return None
 
     def _link_problem(self, rel: str, full: str) -> None:
         try:
@@ -387,7 +508,13 @@ class Vault:
             note = reader.read(rel, b"")
             note.problems[:] = [Problem(rel, 1, 1, f"file not readable: {exc.strerror or exc}", "unreadable")]
             return note
-        return reader.read(rel, raw)
+        return self.with_privacy(reader.read(rel, raw))
+
+    def with_privacy(self, note: Note) -> Note:
+        """`note`, withheld from visitors when the vault's `PrivacyPolicy` says so (see `Note.withheld`)."""
+        if self.privacy:
+            note.withheld = self.privacy.withheld(note)
+        return note
 
     # -- ids -------------------------------------------------------------------------------------------
     @staticmethod
@@ -757,6 +884,34 @@ class Vault:
             out.append(r)  # type: ignore[arg-type]
         return out
 
+    # -- what visitors may read -----------------------------------------------------------------------
+    def hidden_paths(self) -> frozenset[str]:
+        """The notes a visitor may not see (`visible_to_visitors` false), computed once per state of the vault."""
+        hidden = self._hidden
+        if hidden is None:
+            hidden = self._hidden = frozenset(p for p, n in self.notes.items() if not visible_to_visitors(n))
+        return hidden
+
+    def visitor_text(self, text: str, source: str) -> str:
+        """`text` (a body, a title, as written in the note at `source`) without the links a visitor may not
+        follow: every link that *resolves* to a hidden note is removed with its text (a public note named
+        like a private one keeps its links), whatever its form (see `grasbot.links.scan_body`). Then a plain
+        pass removes the `[[name]]` and `[x](name)` written as text inside code that would resolve to one.
+        What the prompt quotes and what the search index reads, so that neither repeats a hidden note's name."""
+        hidden = self.hidden_paths()
+        if not hidden or "[" not in text and "<" not in text:
+            return text
+        if len(text) > 256 and source in self.notes and "`" not in text and "~~~" not in text:
+            # (a body: its links are resolved already; most reach no hidden note, and keep their text)
+            compact = self._res.get(source) or ()
+            if not any((r if r.__class__ is str else r.target_path) in hidden for r in compact):  # type: ignore[union-attr]
+                return text
+        return cut_links(text, lambda link: self._link_target(link, source) in hidden)
+
+    def _link_target(self, link: Link, source: str) -> str | None:
+        """Where `link`, written in `source`, resolves (None when broken or external)."""
+        return self._resolver.resolve(link, source, lambda _path: None, likely=False).target_path
+
     def all_resolutions(self) -> Iterator[tuple[str, list[Resolution]]]:
         """(note path, its resolutions) for every note, sorted by path."""
         for path, note in self.notes.items():
@@ -820,11 +975,20 @@ class Vault:
     def update_file(self, path: str | Path) -> LinkChange:
         """Re-read one file (created or modified), without re-reading the rest of the vault."""
         self.prepare_updates()
+        self._hidden = None
         rel = self._relpath(path)
         full = self.root / rel
         self._drop_problems(rel)
         if self._is_excluded_path(rel):
             return self.remove_file(rel) if (rel in self.notes or rel in self.files) else LinkChange()
+        verdict = self._symlink_verdict(rel) if rel else None
+        if verdict is not None:  # what a fresh load would skip, an update skips too (watch and lint agree)
+            change = self.remove_file(rel) if (rel in self.notes or rel in self.files or self._has_under(rel)) else LinkChange()
+            if verdict == "outside":
+                self._outside_problem(rel)
+            else:
+                self.problems.append(Problem(rel, 1, 1, "symbolic link loop (folder already visited): skipped", "unreadable"))
+            return change
         if full.is_dir():
             change = LinkChange()
             for sub_rel, _ in self._walk(rel):
@@ -842,6 +1006,10 @@ class Vault:
         if note is None:  # vanished or a link loop: the problem is recorded, the old note is gone
             return self.remove_file(rel)
         return self._replace_note(note)
+
+    def _has_under(self, rel: str) -> bool:
+        prefix = rel.rstrip("/") + "/"
+        return any(p.startswith(prefix) for p in chain(self.notes, self.files))
 
     def _update_attachment(self, rel: str) -> LinkChange:
         if rel in self.files:
@@ -894,6 +1062,7 @@ class Vault:
     def remove_file(self, path: str | Path) -> LinkChange:
         """Forget one file (deleted, or moved out of the vault) or every file under a deleted folder."""
         self.prepare_updates()
+        self._hidden = None
         rel = self._relpath(path)
         self._drop_problems(rel)
         if rel in self.files:

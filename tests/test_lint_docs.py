@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import yaml
@@ -38,8 +39,13 @@ def test_design_rule_names_exist():
     assert {"updated-date", "answer-not-retrieved"} <= set(RULE_NAMES)
 
 
-def test_every_rule_fires_on_the_fixture_vault():
-    result = lint_vault(Vault.load(TAXO_VAULT), load_taxonomy(TAXO_VAULT / "TAXONOMIE.md"), LintConfig())
+def test_every_rule_fires_on_the_fixture_vault(tmp_path):
+    # the fixture vault with a bad answering profile (kept out of the shared fixture: other tests count its findings)
+    vault = tmp_path / "taxo-vault"
+    shutil.copytree(TAXO_VAULT, vault)
+    (vault / ".grasbot").mkdir()
+    (vault / ".grasbot" / "profile.toml").write_text('name = "fixture"\ntemprature = 0.1\n', encoding="utf-8")
+    result = lint_vault(Vault.load(vault), load_taxonomy(vault / "TAXONOMIE.md"), LintConfig())
     assert {d.rule for d in result.diagnostics} == set(RULE_NAMES)
 
 

@@ -169,31 +169,59 @@ def test_write_keeps_mode_and_refuses_a_file_changed_meanwhile(tmp_path):
 
 
 
-def test_fix_writes_through_a_symlink_and_never_splits_hard_links(tmp_path, capsys):
+def test_fix_writes_through_a_symlink_inside_the_vault_never_outside_and_never_splits_hard_links(tmp_path, capsys):
     root = Path(shutil.copytree(NASTY, tmp_path / "v"))
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    real = outside / "real.md"
     plain = Path(shutil.copytree(NASTY, tmp_path / "plain"))  # the same vault without links: what --fix writes
     assert _fix_cli(plain) == 0
     expected = (plain / "quoted.md").read_bytes()
     assert expected != (root / "quoted.md").read_bytes()
-    (root / "quoted.md").rename(real)
-    (root / "quoted.md").symlink_to(real)
+    # a note linked to a file inside the vault: followed, written where it points, the link kept
+    (root / "sub").mkdir()
+    inside = root / "sub" / "real.md"
+    (root / "quoted.md").rename(inside)
+    (root / "quoted.md").symlink_to(inside)
+    # a note linked to a file outside the vault: not a note (symlink-outside-vault), never written
+    real = outside / "real.md"
+    real.write_bytes(expected.replace(b"Quoted", b"#Quoted"))  # something a fix would change
+    escaped_before = real.read_bytes()
+    (root / "escaped.md").symlink_to(real)
     twin = outside / "twin.md"
     os.link(root / "comments.md", twin)
     comments_before = twin.read_bytes()
 
     assert main(["lint", str(root), "--no-cache", "--fix", "--exit-zero"]) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     # the link is still a link, and the file it points to got the fix
-    assert (root / "quoted.md").is_symlink() and os.readlink(root / "quoted.md") == str(real)
-    assert real.read_bytes() == expected
+    assert (root / "quoted.md").is_symlink() and os.readlink(root / "quoted.md") == str(inside)
+    assert inside.read_bytes() == expected
+    # the link out of the vault: skipped and reported, its target untouched
+    assert (root / "escaped.md").is_symlink() and real.read_bytes() == escaped_before
+    assert "escaped.md:1:1: symbolic link to a target outside the vault" in captured.out + err
     assert not [p for p in outside.iterdir() if p.name.endswith(".vaulttools-tmp")]
     # the hard-linked note is left alone, both names, and the reason is given
     assert (root / "comments.md").read_bytes() == twin.read_bytes() == comments_before
     assert os.stat(twin).st_nlink == 2
     assert "comments.md: has 2 hard links" in err
+
+
+def test_write_fixed_refuses_a_link_swapped_to_outside_after_the_read(tmp_path):
+    """The vault read a note inside; before the write its path became a link out of the vault: refused."""
+    from vaulttools.lint.fixes import FileFix, FileNotWritableError, write_fixed
+
+    root = tmp_path / "v"
+    root.mkdir()
+    outside = tmp_path / "out.md"
+    original = b"---\ntags: [A]\n---\n"
+    outside.write_bytes(original)
+    (root / "n.md").symlink_to(outside)
+    fix = FileFix(path="n.md", original=original, fixed=b"---\ntags: [a]\n---\n")
+    with pytest.raises(FileNotWritableError, match="outside the vault"):
+        write_fixed(root, fix)
+    assert outside.read_bytes() == original
+
 
 def test_stale_edit_is_skipped_not_misapplied():
     text = "---\ntags: [a, b]\n---\nbody\n"

@@ -140,6 +140,11 @@ class CuttingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.cut_done = threading.Event()
+        # Set: cut right after the first whole token event. Cleared: keep forwarding until it is set (a
+        # test waits for the page to show a token first: a cut too early, under load, can come before the
+        # browser has handed the event to the page, which then shows nothing).
+        self.allow_cut = threading.Event()
+        self.allow_cut.set()
         self._stop = False
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
@@ -161,7 +166,8 @@ class CuttingProxy:
                 dest.sendall(data)
                 if downstream and not self.cut_done.is_set():
                     seen += data
-                    if re.search(rb"event: token\ndata: [^\n]*\n\n", seen):  # a whole token event went through
+                    # a whole token event went through (and the test lets it be cut now)
+                    if re.search(rb"event: token\ndata: [^\n]*\n\n", seen) and self.allow_cut.is_set():
                         self.cut_done.set()
                         break
         except OSError:
@@ -315,7 +321,10 @@ def test_a_stream_dropped_mid_answer_is_not_generated_again(page: Any, site: Sit
     proxy = CuttingProxy(api.url)
     try:
         page.goto(site.url + "/careless")
+        proxy.allow_cut.clear()
         page.evaluate("url => openStream(url)", f"{proxy.url}/ask/stream?q=Rust")
+        page.wait_for_function("() => document.querySelector('#text').textContent.includes('mot0')", timeout=10_000)
+        proxy.allow_cut.set()  # cut at the next piece of the answer
         page.wait_for_function("() => es.readyState === EventSource.CLOSED", timeout=10_000)
         assert proxy.cut_done.is_set()
         time.sleep(1)

@@ -28,6 +28,13 @@ TIMEOUT = 20.0
 def app(tmp_path: Path) -> VaultApp:
     shutil.copytree(FIXTURE / "vault", tmp_path / "vault")
     shutil.copy2(FIXTURE / "TAXONOMIE.md", tmp_path / "TAXONOMIE.md")
+    # a profile of its own, prompts inline: the summary's profile line (and its version) does not change
+    # with the text of the shipped prompts
+    (tmp_path / "vault" / ".grasbot").mkdir()
+    (tmp_path / "vault" / ".grasbot" / "profile.toml").write_text(
+        'name = "fixture"\nsystem_prompt = "Réponds. {citation}"\nungrounded_prompt = "Rien."\npointers = []\n',
+        encoding="utf-8",
+    )
     return VaultApp(tmp_path / "vault", watch=False, check_api=False)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from grasbot import Note
 from grasbot import fold
-from grasbot import DEFAULT_EXCLUDE, LinkChange, Vault
+from grasbot import DEFAULT_EXCLUDE, PRIVACY_FILE, LinkChange, Vault, read_privacy
 from vaulttools.lint.diagnostics import Diagnostic, Severity
 from vaulttools.lint.view import LintVault
 
@@ -382,8 +382,12 @@ class LiveVault:
         """Bring everything up to date after the files at `paths` (vault-relative; files or folders)
         changed on disk: created, modified, deleted, or either end of a move."""
         started = time.perf_counter()
+        paths = sorted(set(paths))
+        if PRIVACY_FILE in paths and read_privacy(self.root)[0] != self.vault.privacy:
+            # private folders or tags changed: which notes are private, every note may have changed
+            return self.reload()
         with self.lock:
-            delta = self._apply(sorted(set(paths)), started)
+            delta = self._apply(paths, started)
             listeners = list(self._listeners)
         for listener in listeners:
             try:

@@ -289,9 +289,13 @@ class VaultWatcher:
         if not self.root.is_dir():
             raise WatchError(f"not a folder: {self.root}")
         if self._poll:
-            from watchdog.observers.polling import PollingObserver
+            from watchdog.observers.polling import PollingObserverVFS
 
-            observer: Any = PollingObserver(timeout=self._poll_interval)
+            # lstat, not stat: the poller then never descends a symbolic link (a link to `/` would have it
+            # walk the disk at every poll, a link to the vault loop), as the inotify observer never does;
+            # a link's own creation or removal is still seen, and `Vault.update_file` applies the vault's
+            # rule to it (followed only to a target inside the vault)
+            observer: Any = PollingObserverVFS(os.lstat, os.scandir, polling_interval=self._poll_interval)
         else:
             from watchdog.observers import Observer
 
@@ -375,6 +379,9 @@ class _Handler:
         # "modified" would hold the batch for max_hold every time. There, the stat check of
         # `LiveVault.apply` (size/mtime changing while read) catches half-written notes instead.
         self._closes = _reports_closes(watcher)
+        from grasbot.vault import PRIVACY_FILE  # (here: importing the engine must not slow `vaulttools --help`)
+
+        self._privacy_file = PRIVACY_FILE
 
     def dispatch(self, event: Any) -> None:
         try:
@@ -400,7 +407,8 @@ class _Handler:
             return
         if kind in ("created", "deleted"):
             self._accept(rel, writing=False if kind == "deleted" else None)
-        elif is_markdown(rel):  # an attachment's content does not change any link's status
+        elif is_markdown(rel) or rel == self._privacy_file:  # an attachment's content changes no link's status;
+            # the vault's `[privacy]` table changes which notes are private
             if kind == "modified":
                 self._touch(rel, writing=True if self._closes else None)
             elif kind == "closed":

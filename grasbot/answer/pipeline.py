@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from grasbot.answer.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
 from grasbot.answer.conversation import Turn
-from grasbot.answer.prompt import hidden_names, redact_hidden_links, servable_hits
+from grasbot.answer.prompt import hidden_links, redact_hidden_links, servable_hits
 from grasbot.search.index import Hit, SearchIndex, SearchResult
 from grasbot.vault import Vault
 
@@ -114,9 +114,9 @@ class RetrievalPipeline:
 
     ``RetrievalPipeline(index).retrieve("C'est quoi push_swap ?").ids`` -> ``["push-swap", ...]``
 
-    `hidden`: the names of the notes a visitor must not see (`grasbot.answer.prompt.hidden_names` of the
-    vault's notes); links to them are removed from the text the context is planned on, as the prompt
-    quotes it. Safe to share between threads as long as the index is not updated meanwhile.
+    `hidden`: the notes a visitor must not see (`grasbot.answer.prompt.hidden_links` of the vault: links
+    cut by where they resolve; or their names, `hidden_names`: links cut by name); links to them are
+    removed from the text the context is planned on, as the prompt quotes it. Safe to share between threads as long as the index is not updated meanwhile.
     """
 
     def __init__(
@@ -139,7 +139,7 @@ class RetrievalPipeline:
         """The pipeline over `vault`: its index (built when not given) and the names of its hidden notes."""
         if index is None:
             index = SearchIndex.build(vault)
-        return cls(index, limits, hidden=hidden_names(vault.notes.values()))
+        return cls(index, limits, hidden=hidden_links(vault))  # (links cut by where they resolve)
 
     def retrieve(
         self, question: str, history: Sequence[Turn] = (), *, limits: RetrievalLimits | None = None
@@ -164,7 +164,7 @@ class RetrievalPipeline:
             hits,
             keep_ratio=limits.keep_ratio,
             max_chars=limits.max_chars,
-            text_of=(lambda note: redact_hidden_links(note.reader_body, hidden)) if hidden else None,
+            text_of=(lambda note: redact_hidden_links(note.reader_body, hidden, note.path)) if hidden else None,
         )
         elapsed = (time.perf_counter() - started) * 1000.0
         return dataclasses.replace(retrieval, hits=hits, context=tuple(context), elapsed_ms=elapsed)

@@ -265,13 +265,60 @@ def _build(node: yaml.Node, loader: _Loader) -> Any:
     raise _Fallback
 
 
-def _construct(loader: _Loader, node: yaml.Node) -> Any:
-    try:
-        return _build(node, loader)
-    except (_Fallback, RecursionError):  # RecursionError: an alias cycle (`&a [*a]`), PyYAML handles it
-        loader.constructed_objects = {}
-        loader.recursive_objects = {}
-        return loader.construct_document(node)
+#: The most values a frontmatter may hold once its YAML aliases (`*name`) are expanded. Nine aliases of
+#: nine aliases of ... (a "billion laughs" bomb) make a few hundred bytes stand for 9⁸ values: a note whose
+#: aliases expand beyond this is not read (`frontmatter-too-large`) rather than filling the memory of every
+#: tool that walks its fields. Real frontmatters hold a few dozen values.
+MAX_EXPANDED_VALUES = 10_000
+
+
+class _TooLarge(Exception):
+    """The frontmatter's aliases expand to more than MAX_EXPANDED_VALUES values."""
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many values the node tree stands for once every alias is expanded, counted by node identity
+    (an aliased node is the same object wherever it is used): linear in the tree's size, never in the
+    expansion's. Stops counting past `limit`. A node met again inside itself (an alias cycle) counts once."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes and not children_done:
+            continue
+        cls = node.__class__
+        if cls is _SCALAR:
+            sizes[key] = 1
+            continue
+        children = node.value if cls is _SEQUENCE else [n for pair in node.value for n in pair]
+        if not children_done:
+            sizes[key] = 1  # provisional: a cycle back to it counts once
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        total = 1
+        for child in children:
+            total += sizes.get(id(child), 1)
+            if total > limit:
+                return total
+        sizes[key] = total
+    return sizes.get(id(root), 1)
+
+
+def _construct(loader: _Loader, node: yaml.Node, fm: str = "") -> Any:
+    if "*" in fm and _expanded_size(node, MAX_EXPANDED_VALUES) > MAX_EXPANDED_VALUES:
+        raise _TooLarge
+    if "&" not in fm:
+        try:
+            return _build(node, loader)
+        except (_Fallback, RecursionError):  # RecursionError: absurd nesting, PyYAML reports it
+            pass
+    # An anchor: PyYAML's constructor builds an aliased node once and shares the object wherever the alias
+    # is used (the fast builder would build it again at each use), and it handles cycles (`&a [*a]`).
+    loader.constructed_objects = {}
+    loader.recursive_objects = {}
+    return loader.construct_document(node)
 
 
 def _problem(path: str, index: LineIndex, offset: int, message: str, code: str) -> Problem:
@@ -322,7 +369,15 @@ def _parse_yaml_libyaml(
     loader = _Loader(fm)
     try:
         node = loader.get_single_node()
-        data = _construct(loader, node) if node is not None else None
+        data = _construct(loader, node, fm) if node is not None else None
+    except _TooLarge:
+        result.problems.append(_problem(
+            path, index, fm_offset,
+            f"the frontmatter's YAML aliases (`*name`) expand to more than {MAX_EXPANDED_VALUES:,} values "
+            "(an alias bomb?): none of its fields is read; write the values out instead of repeating aliases",
+            "frontmatter-too-large",
+        ))
+        return
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         offset = fm_offset + (mark.index if mark is not None else 0)
@@ -882,6 +937,10 @@ _LEAD = " \t\r\n\ufeff\u200b\u200c\u200d\u2060"
 _MISPLACED_RE = re.compile(r"---[^\n]*\r?\n[ \t]*[\"']?[A-Za-z_][\w \t-]*[\"']?[ \t]*:")
 
 
+# A first line `---` ended by a carriage return that no line feed follows.
+_CR_OPEN_RE = re.compile(r"---[ \t]*\r(?!\n)")
+
+
 def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     """Split and parse an already decoded note (BOM removed).
 
@@ -894,6 +953,14 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
         return result
     where = split_frontmatter(text)
     if where is None:
+        if _CR_OPEN_RE.match(text):
+            # `---` then a lone CR (old Mac line endings): nothing here splits such lines, so no field is
+            # read; `grasbot.model.visible_to_visitors` reads its raw `visibility:` lines (fail closed)
+            result.problems.append(Problem(
+                path, 1, 1, "the lines end in a lone carriage return (CR, old Mac line endings): no frontmatter "
+                "field is read; save the file with LF (or CRLF) line endings", "cr-line-endings",
+            ))
+            return result
         lead = len(text) - len(text.lstrip(_LEAD))
         if text.startswith("---", lead) and _MISPLACED_RE.match(text, lead):
             # a frontmatter after a blank line, a space, an invisible character, or as `----`/`--- x`:

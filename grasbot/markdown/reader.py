@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 from itertools import chain
 
-from grasbot.links import frontmatter_entries, frontmatter_links, links_from_entries, scan_body
+from grasbot.links import MAX_LINKS_PER_NOTE, frontmatter_entries, frontmatter_links, links_from_entries, scan_body
 from grasbot.markdown.frontmatter import parse_bytes, parse_text
-from grasbot.model import Link, Note, Span
+from grasbot.model import Link, Note, Problem, Span
 
 __all__ = ["MarkdownReader", "read_note"]
 
@@ -25,10 +25,24 @@ def _positions(note: Note) -> tuple[dict[str, Span], dict[str, list[Span]]]:
     return parsed.key_positions, parsed.item_positions
 
 
+def _cap_links(rel: str, entries: list[tuple[object, ...]], problems: list[Problem]) -> None:
+    """Keep the first MAX_LINKS_PER_NOTE links of a note that holds more, and say so (the note is hidden from
+    visitors: see `grasbot.model.visible_to_visitors`)."""
+    line, column = entries[MAX_LINKS_PER_NOTE][5:7]
+    del entries[MAX_LINKS_PER_NOTE:]
+    problems.append(Problem(
+        rel, line, column,  # type: ignore[arg-type]
+        f"more than {MAX_LINKS_PER_NOTE:,} links: the links from here on are not read, and the note is not "
+        "served to visitors (its unread links could name private notes); split the note", "too-many-links",
+    ))
+
+
 def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a Markdown file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
     parsed = parse_bytes(raw, rel, positions=False)
     entries, headings, blocks = scan_body(parsed.body, parsed.body_line)
+    if len(entries) > MAX_LINKS_PER_NOTE:
+        _cap_links(rel, entries, parsed.problems)
     if not blocks:
         blocks = frozenset()  # type: ignore[assignment]  # the one shared empty frozenset instead of a set per note (216 bytes)
     links: list[Link] | None = None

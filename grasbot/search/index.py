@@ -64,7 +64,7 @@ import time
 from itertools import chain, compress
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -240,9 +240,15 @@ class _Reader:
     vault has a few thousand distinct words, so a body is counted and mapped with C-level passes,
     `token_counts` without its strings, and a build maps short texts the same way)."""
 
-    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk")
+    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk", "redact")
 
-    def __init__(self, tids_of: Any, terms: list[str], bulk: bool = True) -> None:
+    def __init__(
+        self, tids_of: Any, terms: list[str], bulk: bool = True, redact: Callable[[str, str], str] | None = None
+    ) -> None:
+        # `redact(text, path)`: the text a visitor may read, without the links to hidden notes
+        # (`grasbot.vault.Vault.visitor_text`, what the prompt quotes): the index never holds words that only
+        # a link to a private note brings, so that neither `grounded` nor a source confirms them
+        self.redact = redact
         self.tids_of = tids_of  # SearchIndex._tids: term ids, new terms added to the vocabulary
         self.terms = terms  # SearchIndex._terms: term id -> term
         self.bulk = bulk  # a build: cache raw words (else one note: the tokenizer's own caches do)
@@ -361,6 +367,8 @@ class _Reader:
             title, slug, aliases, answers, domains, tags = note.stem, "", [], [], [], []
         headings = _headings(note)
         # Fields in BM25F order: title, aliases, slug, answers, domains + tags, headings.
+        if self.redact is not None and ("[" in title or "<" in title):
+            title = self.redact(title, note.path)  # (a title may hold a link, as a body does)
         texts = [title, *aliases, slug, *answers, *domains, *tags, *headings]
         found: list[tuple[int, ...] | None] = list(map(self.short.get, texts))
         a = 1 + len(aliases)  # the slug's place
@@ -391,7 +399,10 @@ class _Reader:
         p_kinds = [k for k, _t in first]
         p_tids = [t for _k, t in first]
         p_texts = list(map(texts.__getitem__, first.values()))
-        body_tids, body_counts = self.body(note.reader_body)
+        body = note.reader_body
+        if self.redact is not None:
+            body = self.redact(body, note.path)
+        body_tids, body_counts = self.body(body)
         doc = _Doc(
             note=note,
             id=note_id(note),
@@ -727,6 +738,7 @@ class SearchIndex:
 
     def __init__(self, config: SearchConfig | None = None) -> None:
         self.config = config or SearchConfig()
+        self._redact: Callable[[str, str], str] | None = None  # the vault's `visitor_text` (see `_Reader`)
         self._reset()
 
     def _reset(self) -> None:
@@ -800,8 +812,25 @@ class SearchIndex:
 
     def _update(self, vault: IndexedVault, change: LinkChange) -> None:
         notes = vault.notes
+        self._redact = getattr(vault, "visitor_text", None)
+        flipped: list[str] = []  # notes that became hidden or visible: the links to them are read anew
         for path in sorted(change.changed):
+            was = path in self._slot_of
             self._set_note(vault, path, notes.get(path))
+            if was != (path in self._slot_of) and path in notes:
+                flipped.append(path)
+        reread: set[str] = set()
+        incoming = getattr(vault, "incoming", None)
+        if flipped and incoming is not None:
+            for path in flipped:
+                reread.update(incoming(path))
+        hidden = getattr(vault, "hidden_paths", None)
+        if change.relinked and hidden is not None and hidden():
+            # a link that now resolves elsewhere may now reach a hidden note, or no longer reach one
+            reread.update(change.relinked)
+        for path in sorted(reread - change.changed):
+            if path in self._slot_of and path in notes:
+                self._set_note(vault, path, notes[path])
         outgoing = getattr(vault, "outgoing", None)
         for path in sorted(change.relinked):
             slot = self._slot_of.get(path)
@@ -917,7 +946,8 @@ class SearchIndex:
         ph_arrays = [np.zeros(0, dtype=dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32)]  # (`_compact`)
         groups = self._groups
         setgroup = groups.setdefault
-        read = _Reader(self._tids, self._terms).read
+        self._redact = getattr(vault, "visitor_text", None)
+        read = _Reader(self._tids, self._terms, redact=self._redact).read
         batch_start = 0
         notes = vault.notes
         for path in sorted(notes):
@@ -1102,7 +1132,9 @@ class SearchIndex:
     def _parse(self, note: Note, full: bool) -> tuple[_Doc, _Phrases, dict[int, list[float]]]:
         """The note read: its doc, its phrases, and per term id [weighted short-field frequency, body
         count] (exact sums)."""
-        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(self._tids, self._terms, bulk=False).read(note, full)
+        doc, phrases, fm, sizes, body_tids, body_counts = _Reader(
+            self._tids, self._terms, bulk=False, redact=self._redact
+        ).read(note, full)
         fm_twice = [w for w, size in zip(_TW_ORDER.tolist(), sizes) for _ in range(size)]
         stats: dict[int, list[float]] = {}
         for tid, twice in zip(fm, fm_twice):

@@ -47,14 +47,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grasbot import __version__
 from grasbot.service.settings import Settings, redact_url
-from grasbot.llm import Generation, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
+from grasbot.llm import Generation, GenerationOptions, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
 from grasbot.service.body_limit import RequestBodyLimit
 from grasbot.service.limits import Limits, LimitsConfig, LocalLimits, RedisLimits
 from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
 from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
 from grasbot.service.sessions import SessionIds
 from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
-from grasbot.model import Note, visible_to_visitors
+from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy, visible_to_visitors
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -63,7 +63,9 @@ from grasbot.service.observability import (
     retrieval_relevance,
 )
 from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
-from grasbot.answer.prompt import build_prompt, hidden_names, is_servable, redact_hidden_links
+from grasbot.answer.profile import Profile, ProfileError, load_profile
+from grasbot.service.prompts import PromptSource, SystemPrompt
+from grasbot.answer.prompt import build_prompt, hidden_links, is_servable, redact_hidden_links
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.text import loose_name_key
 from grasbot.vault import Vault
@@ -169,6 +171,8 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     for path in sorted(vault.notes):
         note = vault.notes[path]
         if not visible_to_visitors(note):
+            if any(p.code in HIDING_PROBLEMS for p in note.problems):  # hidden as unreadable: counted, as below
+                unlisted += len(note.problems)
             continue
         if not is_servable(note):
             unlisted += len(note.problems)
@@ -178,9 +182,12 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     return listed, unlisted
 
 
-def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapshot:
-    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root."""
-    vault = Vault.load(root)
+def load_snapshot(
+    root: Path, config: SearchConfig, version: int, privacy: PrivacyPolicy | None = None
+) -> VaultSnapshot:
+    """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root.
+    `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`."""
+    vault = Vault.load(root, privacy=privacy)
     index = SearchIndex.build(vault, config)
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
@@ -203,7 +210,7 @@ def load_snapshot(root: Path, config: SearchConfig, version: int) -> VaultSnapsh
         public=public,
         digests=digests,
         by_type=dict(sorted(by_type.items())),
-        hidden=hidden_names(vault.notes.values()),
+        hidden=hidden_links(vault),  # links redacted by resolution (grasbot.answer.prompt.HiddenLinks)
         problems=problems,
         unlisted_problems=unlisted,
     )
@@ -231,7 +238,7 @@ def source_url(note_type: str | None, slug: str) -> str | None:
 def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     return {
         "slug": hit.id,
-        "title": redact_hidden_links(hit.note.title, hidden),  # (a title may hold a link, as a body does)
+        "title": redact_hidden_links(hit.note.title, hidden, hit.note.path),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
         "score": round(float(hit.score), 2),
         "reasons": list(hit.reasons),
@@ -331,9 +338,21 @@ class Service:
         # The version is read before the vault: a reload announced while this worker loads is followed.
         # (None: Redis cannot say now; the first question then compares again and reloads if needed.)
         self._stamp_seen = self.announcer.current_sync() or ""
-        self.snapshot = load_snapshot(vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1)
+        self.privacy = PrivacyPolicy(settings.private_folders, settings.private_tags)
+        self.snapshot = load_snapshot(
+            vault_dir, self.search_config, stamp_version(self._stamp_seen) or 1, self.privacy
+        )
         self._listener: asyncio.Task[None] | None = None
+        # The answering profile (grasbot/answer/profile.py): a bad one stops the start with its error
+        self.profile: Profile = load_profile(vault_dir, settings.profile)
+        self.profile_error: str | None = None  # a bad profile on reload: the old one still answers
+        # (the settings' options, before the profile's temperature and max tokens: a reload starts from them)
+        self.base_options = settings.llm_config().options
+        self.options = profile_options(self.base_options, self.profile)
         self.observability = Observability(settings)
+        self.prompts = PromptSource(
+            settings.prompt_name, settings.prompt_label, settings.prompt_cache_seconds, self.observability.client
+        )
         self.llm: LLMBackend | None = None
         # Generations run in tasks of their own (so a visitor who leaves can cancel them once, cleanly);
         # they are held here until they end, and cancelled when the server stops.
@@ -345,7 +364,8 @@ class Service:
         # Every replica hears every announced reload at once (Redis pub/sub) and reloads in the background;
         # `catch_up` before each answer is what guarantees it (a message can be missed).
         self._listener = self.announcer.listen(self._announced)
-        self.llm = create_backend(self.settings.llm_config())  # LLM_BACKEND: Ollama or OpenAI-compatible
+        config = dataclasses.replace(self.settings.llm_config(), options=self.options)  # with the profile's
+        self.llm = create_backend(config)  # LLM_BACKEND: Ollama or OpenAI-compatible
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run `coro` in a task of its own, held until it ends (never garbage-collected while pending)."""
@@ -431,7 +451,9 @@ class Service:
         old = self.snapshot
         started = time.perf_counter()
         try:
-            new = await asyncio.to_thread(load_snapshot, self.vault_dir, self.search_config, old.version + 1)
+            new = await asyncio.to_thread(
+                load_snapshot, self.vault_dir, self.search_config, old.version + 1, self.privacy
+            )
         except (OSError, ValueError) as error:
             log.error("reload failed, still serving vault version %d: %s", old.version, type(error).__name__)
             raise ApiError(
@@ -448,6 +470,7 @@ class Service:
             version = stamp_version(stamp) or old.version + 1
         # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
         new = dataclasses.replace(new, version=max(version, old.version + 1))
+        await self._reload_profile()
         # The atomic swap: requests in flight keep their reference to `old`.
         self.snapshot = new
         self._stamp_seen = stamp
@@ -469,7 +492,31 @@ class Service:
             "problems": new.problems,
             "unlisted_problems": new.unlisted_problems,
             "elapsed_ms": round(elapsed, 1),
+            "profile": self.profile_view(),
         }
+
+    async def _reload_profile(self) -> None:
+        """Read the answering profile again with the vault. A bad one is refused: the old one keeps
+        answering, and the error is logged, returned by the reload and shown in /health until fixed."""
+        try:
+            profile = await asyncio.to_thread(load_profile, self.vault_dir, self.settings.profile)
+        except ProfileError as error:
+            self.profile_error = str(error)
+            log.error("profile not reloaded, still answering with %s@%s: %s", self.profile.name, self.profile.version, error)
+            return
+        if profile != self.profile:
+            log.info("answering profile: %s@%s (was %s@%s)", profile.name, profile.version, self.profile.name, self.profile.version)
+        self.profile, self.profile_error = profile, None
+        self.options = profile_options(self.base_options, profile)
+        if self.llm is not None:
+            self.llm.options = self.options  # read by every request the client builds from now on
+
+    def profile_view(self) -> dict[str, Any]:
+        """The active profile for /health and /reload-vault: name, version, origin, and a refused one's error."""
+        view = self.profile.describe()
+        if self.profile_error is not None:
+            view["error"] = self.profile_error
+        return view
 
     async def _forget_answers_from_before(self, new: VaultSnapshot) -> None:
         """A note left the public set (made private, deleted): a remembered answer may quote it, and would
@@ -534,6 +581,7 @@ class Service:
         """
         begun = time.perf_counter()
         snap = self.snapshot  # read once: this request uses this snapshot to the end
+        profile = self.profile  # likewise: a reload does not change the prompt of an answer under way
         s = self.settings
         if self.llm is None:
             raise RuntimeError("the service is not started")
@@ -541,7 +589,8 @@ class Service:
         history = await self.memory.history(session_id)
         # `None` means the engine's calibrated grounding rule; Langfuse drops None values, so say it.
         min_score = s.search_min_score if s.search_min_score is not None else "engine-default"
-        metadata = {"top_k": s.search_top_k, "min_score": min_score}
+        system = await self._system_prompt(profile)
+        metadata = {"top_k": s.search_top_k, "min_score": min_score, "profile": f"{profile.name}@{profile.version}", "prompt": system.ref}
         with self.observability.trace_ask(
             query=question, session_id=session_id, user_id=user_id, model=s.llm_model, metadata=metadata
         ) as trace:
@@ -575,6 +624,8 @@ class Service:
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
                     context=retrieval.context,
+                    profile=profile,
+                    system=system.text,
                 )
                 if trace.enabled:
                     span.update(
@@ -584,6 +635,8 @@ class Service:
                             "relevant_notes": [c.hit.id for c in prompt.notes],
                             **prompt.size,
                             "history_turns": len(prompt.history),
+                            "profile": profile.describe(),
+                            "prompt": system.describe(),
                             "min_score_threshold": min_score,
                             "truncation": {
                                 "secondary_max_chars": s.search_secondary_max_chars,
@@ -601,6 +654,7 @@ class Service:
                 input=messages,
                 model=s.llm_model,
                 model_parameters=self.llm.model_parameters(),
+                **({"prompt": system.client} if system.client is not None else {}),
             ) as gen:
                 llm_started = time.perf_counter()
                 try:
@@ -646,6 +700,13 @@ class Service:
         await self.memory.remember(session_id, question, generation.text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         return Answer(200, {"response": generation.text, **base}, generation.text, timings)
+
+    async def _system_prompt(self, profile: Profile) -> SystemPrompt:
+        """This answer's system prompt: from Langfuse Prompts when configured (off the event loop: the
+        SDK's first fetch is a blocking call), else the profile's (grasbot/service/prompts.py)."""
+        if not self.prompts.enabled:
+            return self.prompts.system_prompt(profile)
+        return await asyncio.to_thread(self.prompts.system_prompt, profile)
 
     def _retrieval_metadata(
         self, snap: VaultSnapshot, result: SearchResult, hits: list[Hit], elapsed: float, followup: bool
@@ -706,6 +767,8 @@ class Service:
             },
             "config": {k: v for k, v in config.items() if k not in _HEALTH_DETAILS},
             "observability": {"langfuse_enabled": self.observability.enabled},
+            "profile": self.profile_view(),
+            "prompt": self.prompts.status(),
             "shared": shared,
         }
         if details:
@@ -713,6 +776,16 @@ class Service:
             body["vault"]["dir"] = str(snap.root)
             body["config"] = {**config, "state_dir": str(self.state_dir)}
         return body
+
+
+def profile_options(options: GenerationOptions, profile: Profile) -> GenerationOptions:
+    """`options` with the profile's temperature and max tokens where it sets them (the settings' otherwise)."""
+    changes: dict[str, Any] = {}
+    if profile.temperature is not None:
+        changes["temperature"] = profile.temperature
+    if profile.max_tokens is not None:
+        changes["num_predict"] = profile.max_tokens
+    return dataclasses.replace(options, **changes) if changes else options
 
 
 #: Settings that say where things are on this machine: only in the `/health` of a caller with the token.
@@ -807,6 +880,13 @@ def has_reload_token(request: Request, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
+def _log_profile(service: Service) -> None:
+    """The start-up line naming the answering profile and where the system prompt comes from."""
+    p, prompts = service.profile, service.prompts
+    source = f"Langfuse prompt {prompts.name!r} ({prompts.label})" if prompts.enabled else "the profile"
+    log.info("answering profile %s@%s (%s), system prompt from %s", p.name, p.version, p.describe()["origin"], source)
+
+
 async def _log_start(service: Service, root: Path) -> None:
     """The start-up lines: "ready" only when the LLM answers with the model; otherwise what is down and
     what still works. And, loudly, a reload that anyone may trigger."""
@@ -816,6 +896,7 @@ async def _log_start(service: Service, root: Path) -> None:
             "POST /reload-vault is open: GRASBOT_RELOAD_TOKEN is not set, so anyone who can reach this server "
             "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
         )
+    _log_profile(service)
     probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
     where = f"{redact_url(s.llm_url)} ({s.llm_backend})"
     server = "Ollama" if s.llm_backend == "ollama" else "The LLM server"

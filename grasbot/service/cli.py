@@ -1,4 +1,4 @@
-"""`grasbot serve`: run the API with uvicorn.
+"""`grasbot serve`: run the API with uvicorn; `grasbot prompt push`: the system prompt to Langfuse Prompts.
 
 The app is built by the factory `grasbot.service.api:create_app` in each worker process, so `--workers N` runs N
 independent copies (each with its own vault snapshot, memory and Langfuse client). `--vault` is passed to
@@ -103,7 +103,66 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         help="level of uvicorn's and GrasBot's log lines, on stderr (default info)",
     )
+    add_prompt_commands(sub)
     return parser
+
+
+def add_prompt_commands(sub: Any) -> None:
+    """`grasbot prompt push`: the profile's system prompt to Langfuse Prompts as a new version."""
+    prompt = sub.add_parser("prompt", help="the system prompt in Langfuse Prompts (docs/service.md)")
+    actions = prompt.add_subparsers(dest="action", required=True)
+    push = actions.add_parser(
+        "push", help="send the active profile's system prompt to Langfuse as a new version of the prompt"
+    )
+    push.add_argument("--vault", metavar="DIR", help="the vault folder (default: VAULT_DIR, then ./vault)")
+    push.add_argument("--name", help="the prompt's name in Langfuse (default: GRASBOT_PROMPT_NAME)")
+    push.add_argument("--label", help="the label the new version gets (default: GRASBOT_PROMPT_LABEL, then production)")
+    push.add_argument("--profile", help="the profile to push (default: GRASBOT_PROFILE, then the vault's own, then site)")
+
+
+def prompt_push(args: argparse.Namespace) -> int:
+    """Push the local system prompt; prints the new version. Exit 2 on a configuration that cannot push."""
+    from grasbot.answer.profile import ProfileError, load_profile
+    from grasbot.service.prompts import push_local_prompt
+    from grasbot.service.settings import ConfigError, Settings
+
+    try:
+        settings = Settings.from_env()
+    except ConfigError as error:
+        return _fail(str(error))
+    vault = Path(args.vault).expanduser() if args.vault else settings.vault_dir
+    name = args.name or settings.prompt_name
+    label = args.label or settings.prompt_label
+    if not name:
+        return _fail("no prompt name: give --name NAME or set GRASBOT_PROMPT_NAME")
+    if not settings.langfuse_enabled:
+        return _fail("Langfuse is not configured: set LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY and LANGFUSE_BASE_URL")
+    if not vault.is_dir():
+        return _fail(f"vault folder not found: {vault} (use --vault DIR or VAULT_DIR)")
+    try:
+        profile = load_profile(vault, args.profile or settings.profile)
+    except ProfileError as error:
+        return _fail(str(error))
+    try:
+        from langfuse import Langfuse
+    except ImportError:
+        return _fail("the Langfuse SDK is not installed (pip install 'grasbot[serve]')")
+    client = Langfuse(
+        public_key=settings.langfuse_public_key,
+        secret_key=settings.langfuse_secret_key,
+        base_url=settings.langfuse_base_url,
+        timeout=settings.langfuse_timeout,
+        tracing_enabled=False,  # this command sends no trace
+    )
+    try:
+        pushed = push_local_prompt(client, profile, name, label)
+    except Exception as error:  # noqa: BLE001 - the SDK's errors: one line, no traceback
+        status = getattr(error, "status_code", None)
+        return _fail(f"Langfuse refused the prompt ({f'HTTP {status}' if status else type(error).__name__})")
+    finally:
+        client.shutdown()
+    print(f"pushed {name} version {pushed.version} ({label}): profile {profile.name}@{profile.version}, {len(profile.system_prompt)} characters")
+    return 0
 
 
 def log_config(level: str) -> dict[str, Any]:
@@ -178,6 +237,12 @@ def serve(args: argparse.Namespace) -> int:
         return _fail(str(error))
     if not settings.vault_dir.is_dir():
         return _fail(f"vault folder not found: {settings.vault_dir} (use --vault DIR or VAULT_DIR)")
+    try:  # a bad answering profile is one clear line naming its file, not a worker's traceback
+        from grasbot.answer.profile import ProfileError, load_profile
+
+        load_profile(settings.vault_dir, settings.profile)
+    except ProfileError as error:
+        return _fail(str(error))
     if not 1 <= args.port <= 65535:
         return _fail(f"--port must be between 1 and 65535, got {args.port}")
     if args.workers < 1:
@@ -210,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(args)
+    if args.command == "prompt" and args.action == "push":
+        return prompt_push(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -2,9 +2,11 @@
 
 One question is one trace `ask` (input query; output response, sources_count, grounded; metadata top_k,
 min_score; session_id and user_id; tags `grounded`|`ungrounded`, `model:<name>`, `vault-miss`) with a span
-`retrieval`, a span `prompt-build` and a generation `<backend>-chat` (`ollama-chat`, `openai-chat`), and
-two trace scores: `grounded` (0/1) and `retrieval_relevance` = min(max_score / 15, 1). Visitors' thumbs go
-in as the score `user_feedback`.
+`retrieval`, a span `prompt-build` and a generation `<backend>-chat` (`ollama-chat`, `openai-chat`; linked to
+its Langfuse prompt's name and version when the system prompt came from Langfuse Prompts,
+grasbot/service/prompts.py; its `usage_details` are the server's token counts and its `model` the name the
+server reports), and two trace scores: `grounded` (0/1) and `retrieval_relevance` = min(max_score / 15, 1).
+Visitors' thumbs go in as the score `user_feedback`.
 
 Uses the SDK's current API (v4+): `start_as_current_observation`, `propagate_attributes`, `create_score`.
 Everything here runs inside one asyncio task per question, so the OpenTelemetry context that these
@@ -172,6 +174,11 @@ class Observability:
             log.warning("Langfuse disabled: the client could not start (%s)", type(error).__name__)
             self.enabled = False
             self._client = None
+
+    @property
+    def client(self) -> Any | None:
+        """The SDK's client (None when tracing is off): Langfuse Prompts use it (grasbot/service/prompts.py)."""
+        return self._client
 
     @contextmanager
     def trace_ask(

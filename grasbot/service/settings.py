@@ -57,6 +57,7 @@ def _split_commas(value: Any) -> Any:
 
 Url = Annotated[str, AfterValidator(_check_url)]
 Origins = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]  # comma-separated, not JSON
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]  # likewise
 Folder = Annotated[Path, AfterValidator(lambda path: path.expanduser())]
 
 
@@ -164,6 +165,15 @@ class Settings(BaseSettings):
     stream_retry_ms: int = _setting("STREAM_RETRY_MS", 86_400_000, "the `retry:` that opens every /ask/stream: how long a browser waits before it reconnects, in ms (a day)", ge=0)
     stream_ping_seconds: float = _setting("STREAM_PING_SECONDS", 15.0, "seconds between two keep-alive comments on an open /ask/stream", ge=0.01)
     demo_page: bool = _setting("DEMO_PAGE", False, "serve the reference chat page at /demo")
+    # what is private beside each note's fields (docs/service.md, "What private means"); secret: their names
+    # may say what is private, so /health never shows them
+    private_folders: Names = _setting("GRASBOT_PRIVATE_FOLDERS", (), "comma-separated vault folders whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)", secret=True)
+    private_tags: Names = _setting("GRASBOT_PRIVATE_TAGS", (), "comma-separated tags whose notes are private, beside `[privacy]` of VAULT/vaulttools.toml (default: none)", secret=True)
+    # answering profiles and Langfuse Prompts (docs/service.md, "Answering profiles")
+    profile: str | None = _setting("GRASBOT_PROFILE", None, "the answering profile: a shipped one (site, textbook) or the vault's own by its name (default: the vault's .grasbot/profile.toml, else site)")
+    prompt_name: str | None = _setting("GRASBOT_PROMPT_NAME", None, "take the system prompt from Langfuse Prompts under this name (default: unset, the profile's own)")
+    prompt_label: str = _setting("GRASBOT_PROMPT_LABEL", "production", "the label of the Langfuse prompt version to use")
+    prompt_cache_seconds: int = _setting("GRASBOT_PROMPT_CACHE_SECONDS", 60, "a fetched prompt is used this long, then refreshed in the background (0: fetched for every answer)", ge=0, le=86_400)
 
     @field_validator("llm_backend", mode="before")
     @classmethod

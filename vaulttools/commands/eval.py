@@ -1,10 +1,12 @@
-"""`vaulttools eval`: run a question set against a vault and report retrieval quality and speed."""
+"""`vaulttools eval`: run a question set (a file, or a Langfuse dataset) against a vault and report retrieval
+quality and speed; export question sets and chosen traces to Langfuse datasets."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import Any
 
 from vaulttools.commands._common import (
     CliError,
@@ -21,17 +23,40 @@ HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-to
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
-    parser.add_argument("files", nargs="+", metavar="[PATH] FILE.yaml",
-                        help="the question set (items: id, q, expect, grounded, kind), after the vault folder if given")
+    parser.add_argument(
+        "files", metavar="[PATH] FILE.yaml", nargs="*",
+        help="the question set (items: id, q, expect, grounded, kind), after the vault folder if given; with "
+             "--export-dataset, the items to export",
+    )  # fmt: skip
+    add_langfuse_arguments(parser)
+
+
+def add_langfuse_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Langfuse dataset options (vaulttools/langfuse_datasets.py; the SDK is imported only when used)."""
+    group = parser.add_argument_group("Langfuse datasets (need the Langfuse SDK and the LANGFUSE_* variables)")
+    group.add_argument("--langfuse-dataset", metavar="NAME", help="run the dataset's items and record the run in Langfuse")
+    group.add_argument("--run-name", metavar="NAME", help="the dataset run's name (default: retrieval <UTC time>)")
+    group.add_argument("--export-dataset", metavar="NAME", help="add items to this dataset: from FILE.yaml, or --from-traces")
+    group.add_argument("--from-traces", action="store_true", help="with --export-dataset: the questions of traces (--score or --tag)")
+    group.add_argument("--score", metavar="NAME=VALUE", help="with --from-traces: traces with this score, e.g. user_feedback=1")
+    group.add_argument("--tag", metavar="TAG", help="with --from-traces: traces with this tag, e.g. grounded")
 
 
 def run(args: argparse.Namespace) -> int:
     from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
 
     given, rest = (None, args.files) if args.vault else split_vault_positional(args.files, 1)
-    if len(rest) != 1:
+    if len(rest) > 1:
         raise CliError("give one question set: vaulttools eval [PATH] FILE.yaml")
-    args.file = rest[0]
+    args.file = rest[0] if rest else None
+    if given is not None:
+        args.vault = given  # (what every later `vault_path(args)` reads)
+    if args.langfuse_dataset or args.export_dataset:
+        from vaulttools.langfuse_datasets import run_langfuse
+
+        return run_langfuse(args, show_report)
+    if args.file is None:
+        raise CliError("give a question set FILE.yaml (or --langfuse-dataset NAME)")
     try:
         questions = load_questions(args.file)
     except QuestionSetError as exc:
@@ -50,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
     # the bot's own retrieval (grasbot/answer/pipeline.py), as the API runs it for a first question
     evaluate(questions[:3], pipeline.search)  # warm the stem cache so the timing is the retrieval alone
     report = evaluate(questions, pipeline.search)
+    return show_report(args, str(args.file), root, report, index.size)
+
+
+def show_report(args: argparse.Namespace, label: str, root: object, report: Any, notes: int) -> int:
+    """Print a retrieval report: JSON with --json, else the table, the median time and the misses."""
     summary = report.summary()
 
     if args.json:
@@ -60,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from vaulttools.tables import Column, console as make_console, print_table
 
     console = make_console()
-    console.print(f"[bold]{args.file}[/bold] on {root}: {summary['items']} questions, {index.size} public notes")
+    console.print(f"[bold]{label}[/bold] on {root}: {summary['items']} questions, {notes} public notes")
     columns = [Column("set")] + [Column(name, justify="right") for name in
                                  ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
     table_rows: list[list[str]] = []

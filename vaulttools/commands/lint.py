@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from vaulttools.commands._common import VAULT_HELP, CliError, vault_path
 from vaulttools.lint import formats as report_formats
@@ -116,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         except TaxonomyError as exc:
             raise CliError(str(exc)) from None
 
-    cache = None if args.no_cache or args.fix or args.diff else LintCache.open(root, taxonomy, config)
+    cache = None if args.no_cache or args.fix or args.diff or profile_has_findings(root, config) else LintCache.open(root, taxonomy, config)
     answered = cache is not None and cache.answer(taxonomy, config)
     vault = None
     result = None
@@ -253,6 +254,16 @@ def _narrow(result, selection, baseline, vault, cache, config, quiet: bool):
             print(f"Baseline {baseline.source}: {count(match.baselined, 'finding')} baselined, not reported{gone}.",
                   file=sys.stderr)
     return replace(result, diagnostics=diagnostics, notes=notes)
+
+
+def profile_has_findings(root: Path, config: Any) -> bool:
+    """Whether the vault's answering profile has findings (`profile-invalid`): the lint cache stores per-note
+    findings only, so such a run goes without it (a profile is one small file: reading it is cheap)."""
+    if not config.enabled("profile-invalid"):
+        return False
+    from vaulttools.lint.rules.profile import check_profile
+
+    return bool(check_profile(root))
 
 
 def _write_output(args: argparse.Namespace, text: str | bytes) -> None:

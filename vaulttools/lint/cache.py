@@ -125,6 +125,13 @@ def _walk(root: Path) -> dict[str, tuple[int, int, int]]:
     """`_stat_sig` of every file under `root` whose path has no hidden part: a superset of the notes and
     attachments the vault loader reads, so any change it could see changes this."""
     out: dict[str, tuple[int, int, int]] = {}
+    real_root = os.path.realpath(root)
+    inside = real_root.rstrip(os.sep) + os.sep
+    try:
+        st = os.stat(root)
+        seen = {(st.st_dev, st.st_ino)}
+    except OSError:
+        seen = set()
     stack = [("", str(root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
@@ -139,7 +146,19 @@ def _walk(root: Path) -> dict[str, tuple[int, int, int]]:
                 continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
+                if entry.is_symlink():
+                    # as the vault's walk: a link out of the vault is never followed (its own stat is kept,
+                    # so that a link changed or removed still changes the result), a folder seen once
+                    real = os.path.realpath(entry.path)
+                    if real != real_root and not real.startswith(inside):
+                        lst = entry.stat(follow_symlinks=False)
+                        out[rel] = (lst.st_mtime_ns, lst.st_size, lst.st_ctime_ns)
+                        continue
                 if entry.is_dir():
+                    st = entry.stat()
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
                     stack.append((rel, entry.path))
                 else:
                     st = entry.stat()
@@ -284,8 +303,11 @@ def _stand_in(path: str, ex: tuple) -> Note:
         meta["aliases"] = [a for a in aliases if a is not None]
     if visibility is not None:
         meta["visibility"] = visibility  # a non-string was stored as its repr: still private, as before
-    return Note(path=path, text="", meta=meta, body="", body_line=1, has_frontmatter=True,
+    note = Note(path=path, text="", meta=meta, body="", body_line=1, has_frontmatter=True,
                 headings=[Heading(t, lvl, 0) for t, lvl in headings], block_ids=set(blocks))
+    if _private and not note.is_private:  # private by another field, a folder or a tag: as it was read
+        note.withheld = "private when it was last read"
+    return note
 
 
 class LintCache:
@@ -344,8 +366,10 @@ class LintCache:
                 tax_digest = hashlib.blake2b(Path(tax_path).read_bytes(), digest_size=12).hexdigest()
             except OSError:
                 tax_digest = "unreadable"
+        from grasbot import read_privacy
+
         key = "|".join([CACHE_FORMAT, ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest,
-                        config.digest(), (today or _dt.date.today()).isoformat()])
+                        config.digest(), read_privacy(root)[0].digest(), (today or _dt.date.today()).isoformat()])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
             data = _read(cache.file)
@@ -587,9 +611,12 @@ class LintCache:
                 raw = (self.root / rel).read_bytes()
             except OSError:
                 return False
-            from grasbot import read_note
+            from grasbot import read_note, read_privacy
 
             note = read_note(rel, raw)
+            policy = read_privacy(self.root)[0]  # (unchanged since the snapshot: the file is in `stats`)
+            if policy:
+                note.withheld = policy.withheld(note)
             if note.digest == entry[0]:
                 old_stats[rel] = sig  # touched, not changed
                 self._changed(stats=rel)

@@ -37,6 +37,7 @@ from vaulttools.lint.rules import LintContext
 from vaulttools.lint.rules.families import NoteCheck, checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
 from vaulttools.lint.suppression import apply_inline
+from vaulttools.lint.rules.profile import check_profile
 
 if TYPE_CHECKING:
     from grasbot import SearchIndex
@@ -235,6 +236,7 @@ def lint_vault(
     notices: list[str] = []
     flags: dict[str, bool] = {}
     diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices, flags)
+    diagnostics = with_profile_findings(diagnostics, Path(vault.root), config)
     notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
     if taxonomy is not None and not (taxonomy.vocabularies or taxonomy.counts or taxonomy.ranges or taxonomy.required):
         # (a file of prose, or sections under other titles: silence would read as "all values allowed")
@@ -247,6 +249,14 @@ def lint_vault(
         notices=notices,
         answers_checked=flags.get("answers_checked", False),
     )
+
+
+def with_profile_findings(diagnostics: list[Diagnostic], root: Path, config: LintConfig) -> list[Diagnostic]:
+    """`diagnostics` and the findings on the vault's answering profile (rule `profile-invalid`), in report order."""
+    if not config.enabled("profile-invalid"):
+        return diagnostics
+    found = [d for d in check_profile(root) if not config.excluded(d.path)]
+    return sorted([*diagnostics, *found], key=_SORT_KEY) if found else diagnostics
 
 
 def lint_notes(

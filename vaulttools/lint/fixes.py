@@ -327,13 +327,27 @@ def _edits_for_field(
         try:
             s, e, _ = _locate_scalar(t, start, flow, items[i])
             if flow:
-                if i > 0:  # remove ", item" back to the end of the previous item
+                # Every comment of the items kept stays where it is: an item is removed with what follows
+                # it up to the next item (its comma, and its own comment on its line), or, the last one,
+                # with what precedes it back to the previous item, which must hold no comment (that one
+                # would be the previous item's). A comment line of its own between items is left alone:
+                # the fix is then not offered.
+                if i + 1 < len(items):  # remove "item, # its comment\n  " up to the next item
+                    tail = fm[e : starts[i + 1]]
+                    own_line_end = t.line_end(e) - e
+                    if "#" in tail[own_line_end:]:
+                        raise _SkipEdit("a comment line sits between the repeated item and the next one: "
+                                        "remove it by hand")
+                    out.append(_Replacement(s, starts[i + 1], ""))
+                else:  # the last item: remove ", item" back to the end of the previous item
                     if (i - 1) in dropped:
                         raise _SkipEdit("adjacent duplicates: fixed one at a time")
                     prev_s, prev_e, _ = _locate_scalar(t, starts[i - 1], flow, items[i - 1])
+                    if "#" in fm[prev_e:s]:
+                        raise _SkipEdit("the repeated item is the last of a list whose previous item has a "
+                                        "comment after it: removing the item would remove that comment; remove "
+                                        "it by hand")
                     out.append(_Replacement(prev_e, e, ""))
-                else:  # first item: remove "item, " up to the next item
-                    out.append(_Replacement(s, starts[1], ""))
             else:
                 line = t.line_of(s)
                 line_start = t.starts[line]
@@ -504,13 +518,20 @@ def fix_bytes(path: str, raw: bytes, diagnostics: Sequence[Diagnostic]) -> FileF
 def write_fixed(root: Path, fix: FileFix) -> None:
     """Replace the file with `fix.fixed`, atomically, only if it still holds `fix.original`.
 
-    A note that is a symbolic link is written where the link points (the link stays a link). A file with
+    A note that is a symbolic link is written where the link points (the link stays a link), only when that
+    is inside the vault (the rule of `grasbot.vault`: a link out of the vault is not a note, and a fix never
+    writes outside the vault, even if a link was changed since the vault was read). A file with
     several hard links is not written: a rename gives it a new inode, so the other names would keep the old
     content without a word; raises FileNotWritableError saying so.
 
     Raises FileChangedError when the file changed since it was read (an editor saved meanwhile).
     """
     target = Path(os.path.realpath(root / fix.path))
+    real_root = os.path.realpath(root)
+    if not str(target).startswith(real_root.rstrip(os.sep) + os.sep):
+        raise FileNotWritableError(
+            f"{fix.path}: a symbolic link to a file outside the vault (symlink-outside-vault); not fixed"
+        )
     if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
         raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
     st = os.stat(target)

@@ -16,14 +16,16 @@ ERROR, WARNING = Severity.ERROR, Severity.WARNING
 
 #: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
 #: (Here, with the rule table, so that the cache can read it without importing the rules; `engine` re-exports it.)
-ENGINE_VERSION = "5"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks;
-# 5: inline `%% vaulttools-ignore %%` suppression and unused-suppression
+ENGINE_VERSION = "6"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks;
+# 5: alias bombs, CR-only files, too many links, misspelt visibility keys, publish/private/nested visibility,
+# privacy folders and tags, html/obsidian-URI/reference links; 6: inline `%% vaulttools-ignore %%` suppression
+# and unused-suppression
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str  # stable kebab-case id
-    family: str  # frontmatter | vocabulary | slugs | links | retrieval
+    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile
     severity: Severity  # default; closed/open vocabularies and the configuration may change it
     summary: str  # one line: what is wrong
     why: str  # why it matters for GrasBot / Obsidian
@@ -37,11 +39,13 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "frontmatter-invalid", "frontmatter", ERROR,
         "The file cannot be read as a note: YAML error, no closing `---`, not a mapping, a key written twice, "
-        "not UTF-8, UTF-16, binary.",
+        "YAML aliases that expand to more than 10,000 values (an alias bomb), lines ending in a lone CR, not "
+        "UTF-8, UTF-16, binary; or it holds more than 20,000 links.",
         "A note whose frontmatter does not parse loses every signal (aliases, answers, domains): retrieval "
         "skips or degrades it. A key written twice keeps only its last value (Obsidian refuses such properties); "
-        "a `visibility` written twice or in a frontmatter that does not parse hides the note unless every "
-        "`visibility` line says `public`.",
+        "a `visibility` written twice or in a frontmatter that does not parse (a CR-only file included) hides the "
+        "note unless every `visibility` line says `public`. A binary or unreadable file, and a note with more "
+        "links than are read, are never shown to visitors.",
         "---\ntitle: Push swap\naliases: [push swap\n---", None,
     ),
     Rule(
@@ -72,10 +76,14 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "visibility-value", "frontmatter", ERROR,
-        "`visibility` is neither `public` nor `private` (or the values the taxonomy lists), has no value, or "
-        "is written `Visibility` (keys are case-sensitive).",
+        "`visibility` is neither `public` nor `private` (or the values the taxonomy lists), has no value, is "
+        "written `Visibility` or misspelt (`visibilty`, two edits at most), or sits inside another field; or "
+        "the note says it is not public another way: `publish` other than `true` (`publish: false` beside "
+        "`visibility: public` included), `private: true`.",
         "An unknown or empty value is treated as private (fail closed): the note silently disappears from the "
-        "bot. A `Visibility:` key is read as the field all the same, so that a private note never leaks.",
+        "bot; `Public` or ` public ` is served (case and blanks are ignored), and the finding says so. A "
+        "`Visibility:` or `visibilty:` key, a nested `visibility`, `publish: false` and `private: true` hide the "
+        "note all the same, so that a private note never leaks (docs/service.md, \"What private means\").",
         "visibility: Public", "When the value differs from a known one only by case or spaces: write it.",
         "visibility: public",
     ),
@@ -194,6 +202,18 @@ RULES: tuple[Rule, ...] = (
         "answers:\n  - Quel est son parcours ?   # bio-fernand.md comes first, this note 5th", None,
     ),
     Rule(
+        "profile-invalid", "profile", ERROR,
+        "The vault's answering profile, `.grasbot/profile.toml` (or a prompt file it names), cannot be used: "
+        "not valid TOML, an unknown key, a wrong type or value, an `extends` that names no shipped profile, a "
+        "prompt file that is missing or outside `.grasbot/`, a prompt without the placeholders it needs "
+        "(`{citation}` in the system prompt, `{pointers}` in the ungrounded one when the profile has pointers) "
+        "or with an unknown one.",
+        "GrasBot refuses to start with a profile it cannot use, and a reload keeps the previous one: the "
+        "author learns it here, with the file and the line, before the server does (docs/service.md, "
+        "\"Answering profiles\").",
+        "# .grasbot/profile.toml\nextends = \"textbook\"\ntemprature = 0.1   # did you mean `temperature`?", None,
+    ),
+    Rule(
         "unknown-rule", "frontmatter", WARNING,
         "`vaulttools-ignore` names a rule that does not exist.",
         "A misspelt suppression suppresses nothing.",
@@ -285,6 +305,22 @@ answer-check-limit = 2000                    # above this many questions, answer
 [tool.vaulttools.lint.severity]
 alias-duplicate = "error"                    # "error", "warning" or "off"
 ```
+
+## Private folders and tags
+
+`[privacy]` in `VAULT/vaulttools.toml` (only there: it is the vault's own, and every tool that reads the vault,
+the bot included, reads it) makes whole folders or tags private, beside each note's `visibility`; none by
+default:
+
+```toml
+[privacy]
+private-folders = ["journal", "perso/famille"]   # every note under these folders (case ignored)
+private-tags = ["private"]                       # every note tagged so (`tags` or `#private` in the body)
+```
+
+A note made private this way counts as private for every rule (`private-link` says why). A `[privacy]`
+table that cannot be read (invalid TOML, a value that is not a list of names, an unknown key) hides every
+note until it is fixed, and is reported. The bot's settings may add folders and tags (docs/service.md).
 
 ## What `--fix` guarantees
 

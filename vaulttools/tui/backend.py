@@ -164,6 +164,9 @@ class Summary:
     taxonomy: str | None  # shown relative to the vault
     taxonomy_error: str | None
     notices: tuple[str, ...]  # problems of the vault itself (unreadable folder, link loop, ...)
+    #: the answering profile the service would use (`name@version (origin)`), or why it cannot be used
+    profile: str = ""
+    profile_error: str | None = None
 
 
 #: Editors that open a file at a line with `+LINE file` (vi and its kin, nano, Emacs, micro, kakoune, joe...).
@@ -684,7 +687,21 @@ class Backend:
             taxonomy=taxonomy,
             taxonomy_error=tax_error,
             notices=notices + extra,
+            **self.profile_summary(),
         )
+
+    def profile_summary(self) -> dict[str, str | None]:
+        """The answering profile GrasBot would use for this vault (GRASBOT_PROFILE, else the vault's own,
+        else `site`): `profile` and `profile_error` of the Summary. Read each time: it is one small file."""
+        from grasbot import PROFILE_FILE, ProfileError, load_profile
+
+        try:
+            profile = load_profile(self.root, os.environ.get("GRASBOT_PROFILE"))
+        except ProfileError as error:
+            where = PROFILE_FILE.as_posix() if error.path.endswith(PROFILE_FILE.as_posix()) else error.path
+            return {"profile": "", "profile_error": f"{where}:{error.line}:{error.column}: {error.message}" if error.line else f"{where}: {error.message}"}
+        described = profile.describe()
+        return {"profile": f"{profile.name}@{profile.version} ({described['origin']}, cites {profile.citation})", "profile_error": None}
 
     # -- fixing -----------------------------------------------------------------------------------------
     def plan_fix(self, path: str) -> FileFix | None:

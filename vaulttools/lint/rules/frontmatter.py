@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
-from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, nested_visibility, other_visibility_keys, says_public, says_true
 from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix
 from vaulttools.lint.registry import RULE_NAMES
@@ -27,9 +27,10 @@ from vaulttools.lint.rules import (
 
 #: Problem codes of `grasbot.model.Problem` that make a file unreadable as a note. `no-frontmatter` and
 #: `empty` are not defects of a plain Obsidian note: field-missing covers them where a taxonomy asks for fields.
-INVALID_CODES = frozenset(
-    {"yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter", "misplaced-frontmatter"}
-)
+INVALID_CODES = frozenset({
+    "yaml-error", "not-utf8", "not-mapping", "binary", "unreadable", "unclosed-frontmatter", "misplaced-frontmatter",
+    "frontmatter-too-large", "cr-line-endings",
+})
 
 #: The frontmatter key holding per-note suppressions (documented in docs/rules.md).
 IGNORE_KEY = "vaulttools-ignore"
@@ -74,7 +75,7 @@ def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
             else:
                 message = f"{problem.message}; fix the frontmatter so the note's fields are read"
             yield make(ctx, note, _point(problem.line, problem.column), "frontmatter-invalid", message)
-        elif problem.code == "duplicate-key":  # invalid YAML too, but the fields are read: the other rules run
+        elif problem.code in ("duplicate-key", "too-many-links"):  # the fields are read: the other rules run
             yield make(ctx, note, _point(problem.line, problem.column), "frontmatter-invalid", problem.message)
     meta = note.meta
     if not note.has_frontmatter or not isinstance(meta, dict):
@@ -180,10 +181,16 @@ def _types(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
 def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     meta = note.meta
     for key in other_visibility_keys(meta):
+        value = meta[key]
+        effect = ("the bot reads it as the field all the same, so that a private note never leaks"
+                  if not says_public(value) else "its value is public, so it changes nothing, but a `private` "
+                  "there would hide the note")
+        what = ("keys are case-sensitive" if key.strip().lower() == "visibility"
+                else "it looks like `visibility` misspelt")
         yield make(ctx, note, key_span(note, key), "visibility-value",
-                   f"`{key}` is not the `visibility` field (keys are case-sensitive), yet the bot reads "
-                   f"it as one so that a private note never leaks; rename the key to `visibility`"
+                   f"`{key}` is not the `visibility` field ({what}); {effect}; rename the key to `visibility`"
                    + (" and keep one of the two" if "visibility" in meta else ""))
+    yield from _other_privacy_fields(note, ctx)
     if "visibility" not in meta:
         return
     value = meta["visibility"]
@@ -203,14 +210,45 @@ def _visibility(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     if len(matches) == 1:
         fix = Fix(f"write `visibility: {matches[0]}`",
                   (Edit("replace-value", "visibility", old=value, new=matches[0]),))
-        yield make(ctx, note, span, "visibility-value",
-                   f"`visibility: {value}` is not a known value (read as private); write `{matches[0]}`", fix)
+        # (what the bot does, said as it is: `Public` and ` public` are served, case and blanks ignored;
+        # anything else, `Públic` or a taxonomy's `Draft`, hides the note)
+        read_as = ("is read as `public` (case and blanks are ignored): the bot serves the note" if says_public(value)
+                   else "is not a known value: it is read as private and the bot will not use the note")
+        yield make(ctx, note, span, "visibility-value", f"`visibility: {value}` {read_as}; write `{matches[0]}`", fix)
         return
     guess = did_you_mean(value, allowed)
     hint = f"did you mean `{guess}`? " if guess else ""
     yield make(ctx, note, span, "visibility-value",
                f"`visibility: {value}` is not one of {', '.join(allowed)}: the note is treated as private and "
                f"the bot will not use it; {hint}write one of {', '.join(allowed)}")
+
+
+def _other_privacy_fields(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+    """`publish`, `private` and a nested `visibility`: other ways of saying "not public" that the bot
+    honours (`grasbot.model.private_by_fields`), reported so that what they do is never a surprise."""
+    meta = note.meta
+    visibility = meta.get("visibility")
+    if "publish" in meta:
+        value = meta["publish"]
+        if not says_true(value):
+            if value is not False:
+                yield make(ctx, note, value_span(note, "publish"), "visibility-value",
+                           f"`publish: {value}` is not a boolean: the bot reads it as `publish: false` and will "
+                           "not use the note (only `true` publishes); write `publish: true` or `publish: false`")
+            elif says_public(visibility):
+                yield make(ctx, note, key_span(note, "publish"), "visibility-value",
+                           "`publish: false` hides the note from the bot although `visibility` says public; "
+                           "keep one of the two (`visibility: private`, or remove `publish: false`)")
+    if "private" in meta and says_true(meta["private"]):
+        yield make(ctx, note, key_span(note, "private"), "visibility-value",
+                   "`private: true` is not a GrasBot field, yet the bot hides the note all the same, so that a "
+                   "private note never leaks; write `visibility: private` instead")
+    for top, value in nested_visibility(meta):
+        effect = ("the bot hides the note all the same, so that a private note never leaks"
+                  if not says_public(value) else "it is public, so it changes nothing")
+        yield make(ctx, note, key_span(note, top), "visibility-value",
+                   f"a `visibility` inside `{top}` is not the field (only a top-level key is); {effect}; "
+                   "write `visibility` as a top-level key")
 
 
 def _updated(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from grasbot import LinkStatus, Note, Resolution
+from grasbot import LinkStatus, Note, Resolution, privacy_reason
 from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rules import LintContext, make
@@ -122,9 +122,11 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                                + (f" (or [[{others[0].removesuffix('.md')}]])" if others else ""))
                 target = notes.get(res.target_path or "")
                 if source_public and target is not None and target.is_private and target.path != path:
+                    reason = privacy_reason(target)
+                    why = f" ({reason})" if reason else ""
                     yield make(ctx, note, res.link.span, "private-link",
-                               f"{_shown(res)}: this public note links to {target.path}, which is private: the link "
-                               f"shows its name to visitors; remove the link or make one of the notes match")
+                               f"{_shown(res)}: this public note links to {target.path}, which is private{why}: the "
+                               f"link shows its name to visitors; remove the link or make one of the notes match")
             elif status is LinkStatus.BROKEN:
                 yield _broken(ctx, note, res)
             elif status is LinkStatus.BROKEN_ANCHOR:

@@ -23,7 +23,7 @@ import datetime as _dt
 import unicodedata
 from typing import Any
 
-from grasbot import LIST_FIELDS, STR_FIELDS, Note, other_visibility_keys
+from grasbot import LIST_FIELDS, STR_FIELDS, Note, nested_visibility, other_visibility_keys
 from vaulttools.lint.rules import LintContext
 
 __all__ = ["applies", "is_clean"]
@@ -147,7 +147,9 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
             return False
     if "visibility" in meta and meta["visibility"] not in memo.visibility:
         return False  # also `visibility:` with no value
-    if other_visibility_keys(meta):  # `Visibility:`, beside the field or without it
+    if other_visibility_keys(meta):  # `Visibility:`, `visibilty:`, beside the field or without it
+        return False
+    if "publish" in meta or "private" in meta or nested_visibility(meta):  # see frontmatter._other_privacy_fields
         return False
     updated = meta.get("updated")
     if updated is not None:

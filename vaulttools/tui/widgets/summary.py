@@ -1,4 +1,5 @@
-"""The vault at a glance: notes by type, problems by rule (Enter lists a rule's notes), reload status."""
+"""The vault at a glance: notes by type, problems by rule (Enter lists a rule's notes), the answering profile,
+reload status."""
 
 from __future__ import annotations
 
@@ -62,6 +63,11 @@ def health_text(summary: Summary, missing: str | None = None) -> Text:
         text.append("…", style="dim")
     else:
         text.append("none found (structural rules only)", style="yellow")
+    text.append("\nprofile: ", style="dim")
+    if summary.profile_error:
+        text.append(f"✗ {summary.profile_error}", style="bold red")
+    else:
+        text.append(summary.profile)
     for notice in summary.notices:
         text.append(f"\n! {notice}", style="yellow")
     return text
