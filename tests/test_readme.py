@@ -48,6 +48,12 @@ SKIPS = {
     "vaulttools tui": "a full-screen interactive program: tests/test_tui.py drives it with Textual's Pilot",
 }
 REAL_SERVICES = "Running against a real Ollama and Langfuse"
+#: Commands that talk to a Langfuse project (its LANGFUSE_* keys): run against the local collector by their tests.
+NEEDS_LANGFUSE = {
+    "--export-dataset": "needs a Langfuse project: tests/test_eval_langfuse.py runs it against tests/langfuse_collector.py",
+    "--langfuse-dataset": "needs a Langfuse project: tests/test_eval_langfuse.py runs it against tests/langfuse_collector.py",
+    "grasbot prompt push": "needs a Langfuse project: tests/test_prompts_langfuse.py runs it against the collector",
+}
 
 
 def _closed_port() -> int:
@@ -126,6 +132,9 @@ def test_readme_command(section: str, line: str, repo: Path) -> None:
                     "above against the sample vault")
     for prefix, reason in SKIPS.items():
         if line.startswith(prefix):
+            pytest.skip(reason)
+    for part, reason in NEEDS_LANGFUSE.items():
+        if part in line:
             pytest.skip(reason)
     if "../shared/corpora/" in line and not (repo.parent / "shared" / "corpora" / "grasbot-vault").is_dir():
         pytest.skip(f"the real vaults are not on this machine ({CORPORA})")
