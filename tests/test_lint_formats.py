@@ -40,7 +40,7 @@ def lint_cli(capsys, *args: str) -> tuple[int, str, str]:
 def test_json_has_exactly_the_design_shape(result):
     data = json.loads(render(result, "json"))
     assert list(data) == ["version", "vault", "notes", "diagnostics", "summary"]
-    assert data["version"] == 1 and data["notes"] == 9 and data["vault"] == str(result.root)
+    assert data["version"] == 1 and data["notes"] == 11 and data["vault"] == str(result.root)
     assert set(data["summary"]) == {"error", "warning"}
     assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
     for d in data["diagnostics"]:
@@ -117,7 +117,7 @@ def test_json_and_output_file(capsys, tmp_path):
     target = tmp_path / "report.json"
     code, out, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache", "--format", "json", "--output", str(target))
     assert out == "" and code == 1
-    assert json.loads(target.read_text(encoding="utf-8"))["notes"] == 9
+    assert json.loads(target.read_text(encoding="utf-8"))["notes"] == 11
 
 
 def test_config_files(capsys, tmp_path):
@@ -134,7 +134,7 @@ def test_config_files(capsys, tmp_path):
     rules = {d["rule"] for d in data["diagnostics"]}
     assert "alias-duplicate" not in rules and "slug-duplicate" not in rules
     assert all(d["severity"] == "error" for d in data["diagnostics"] if d["rule"] == "broken-anchor")
-    assert data["notes"] == 8  # prive/mon-journal.md excluded from linting...
+    assert data["notes"] == 10  # prive/mon-journal.md excluded from linting...
     assert any(d["rule"] == "private-link" for d in data["diagnostics"])  # ...but still known to links
     # --select on the command line replaces the file's selection; --ignore adds to it
     code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json", "--ignore", "broken-anchor")

@@ -1,7 +1,7 @@
 """Which optional part of the install a command needs, and the one-line message when it is missing.
 
 The core install (`pip install grasbot-vaulttools`) has the engine, `lint`, `new`, `ask`, `eval` and
-`reload`; `watch` needs the `watch` extra (watchdog), `tui` the `tui` extra (Textual, watchdog), `grasbot
+`reload`; `import pdf` needs the `pdf` extra (pypdfium2), `watch` the `watch` extra (watchdog), `tui` the `tui` extra (Textual, watchdog), `grasbot
 serve` the `serve` extra (FastAPI, uvicorn, the ollama client, Langfuse): README, "Install"."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ __all__ = ["EXTRAS", "missing_extra"]
 #: extra -> the modules it provides that its commands import.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "watch": ("watchdog",),
+    "pdf": ("pypdfium2",),
     "tui": ("textual", "watchdog", "platformdirs"),
     "serve": ("fastapi", "starlette", "pydantic", "uvicorn", "h11", "anyio", "ollama", "langfuse", "opentelemetry",
               "dotenv", "fastapi_offline", "sse_starlette", "platformdirs"),

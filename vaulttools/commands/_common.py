@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
-    from grasbot import RetrievalPipeline, Vault
+    from grasbot import RetrievalPipeline
+    from grasbot.search.filters import FilterConfig
+    from grasbot.snapshot import Snapshot
 
 
 class CliError(Exception):
@@ -48,22 +50,69 @@ def split_vault_positional(values: list[str], least: int) -> tuple[str | None, l
     return None, values
 
 
-def load_vault(root: Path) -> Vault:
-    """`Vault.load`, with a folder that vanished or cannot be read turned into a CliError."""
-    from grasbot import Vault
+def add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """`--no-cache`, as lint has it: read the whole vault and build the index, no snapshot read or written."""
+    parser.add_argument(
+        "--no-cache", action="store_true",
+        help="do not read or write the vault snapshot (VAULT/.vaulttools_cache/): load and index the whole vault",
+    )  # fmt: skip
+
+
+def load_snapshot(root: Path, use_cache: bool = True) -> Snapshot:
+    """The vault at `root` and its search index, from the persistent snapshot when it matches (re-reading only
+    the files that changed: grasbot/snapshot.py), else read and indexed whole. A snapshot that changed is
+    written back when the command is done (`write_pending_snapshots`). CliError for a folder that vanished
+    or cannot be read."""
+    from grasbot import snapshot
 
     try:
-        return Vault.load(root)
+        loaded = snapshot.load(root, use_snapshot=use_cache)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CliError(str(exc)) from None
+    _PENDING.append(loaded)
+    return loaded
 
 
-def load_pipeline(root: Path, purpose: str, top_k: int = 5) -> RetrievalPipeline:
+#: Snapshots loaded by this command, written back (if they changed) once its output is out.
+_PENDING: list[Snapshot] = []
+
+
+def write_pending_snapshots() -> None:
+    """Write back the snapshots this command loaded, after its work: `vaulttools.cli.main` calls it when the
+    command returns. The writer is a forked child, so the command's process exits at once and a cold start
+    is not slowed by the write (not even by the child's CPU, while the command still runs)."""
+    from grasbot import snapshot
+
+    while _PENDING:
+        snapshot.save(_PENDING.pop(), background=True)
+
+
+def load_pipeline(root: Path, purpose: str, top_k: int = 5, use_cache: bool = True) -> RetrievalPipeline:
     """The bot's retrieval pipeline over the vault at `root` (its index, its hidden notes, `top_k` notes a
     question); CliError when no public note is left to retrieve (`purpose` says for what)."""
     from grasbot import RetrievalLimits, RetrievalPipeline
 
-    pipeline = RetrievalPipeline.of_vault(load_vault(root), limits=RetrievalLimits(top_k=top_k))
+    from grasbot.answer.filtering import FilterStage
+
+    loaded = load_snapshot(root, use_cache)
+    pipeline = RetrievalPipeline.of_vault(loaded.vault, loaded.index, limits=RetrievalLimits(top_k=top_k))
     if pipeline.index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")
+    # the question's filters (§ 13, chapitre 2, classe 10: docs/pdf-import.md), as the API applies them
+    pipeline.stages = (*pipeline.stages, FilterStage(pipeline.index, filter_config(root)))
     return pipeline
+
+
+def filter_config(root: Path) -> FilterConfig:
+    """The fields a question may filter on, from the vault's taxonomy (`filterable:` in its `yaml
+    vaulttools` fence); none when there is no taxonomy or it cannot be read (lint reports that)."""
+    from grasbot.search.filters import FilterConfig
+    from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
+
+    found = find_taxonomy(root)
+    if found is None:
+        return FilterConfig()
+    try:
+        return FilterConfig.parse(load_taxonomy(found).filterable)
+    except (TaxonomyError, ValueError):
+        return FilterConfig()

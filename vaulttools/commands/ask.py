@@ -8,6 +8,7 @@ import sys
 
 from vaulttools.commands._common import (
     CliError,
+    add_cache_argument,
     add_vault_arguments,
     load_pipeline,
     split_vault_positional,
@@ -20,11 +21,18 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
     parser.add_argument("--json", action="store_true", help="print JSON (docs/architecture.md) instead of a table")
     parser.add_argument("question", nargs="+", metavar="[PATH] QUESTION",
                         help="the visitor's question; a first word that is an existing folder, followed by more, "
                              "is the vault (vaulttools ask vault \"Rust ?\")")
+
+
+def _page_fields(note: object) -> dict[str, object]:
+    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
+    meta = getattr(note, "meta", None) or {}
+    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,12 +44,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args, given)
 
-    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
+    from grasbot.answer.filtering import filters_of
+
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
+    filters = filters_of(retrieval)
 
     if args.json:
         payload = {
             "query": retrieval.result.query,
             "grounded": retrieval.grounded,
+            "filters": filters,
             "results": [
                 {
                     "slug": hit.id,
@@ -52,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
+                    **_page_fields(hit.note),
                 }
                 for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
@@ -63,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     from vaulttools.tables import Column, console as make_console, print_table
 
     console = make_console()
+    if filters:
+        applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
+        relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
+        console.print(f"filters: {applied}{relaxed}", markup=False)
     if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")

@@ -10,6 +10,7 @@ from typing import Any
 
 from vaulttools.commands._common import (
     CliError,
+    add_cache_argument,
     add_vault_arguments,
     load_pipeline,
     split_vault_positional,
@@ -22,6 +23,7 @@ HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-to
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
     parser.add_argument(
         "files", metavar="[PATH] FILE.yaml", nargs="*",
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     root = vault_path(args, given)
 
-    pipeline = load_pipeline(root, "nothing to evaluate")
+    pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache)
     index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:

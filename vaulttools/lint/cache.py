@@ -90,7 +90,7 @@ _SEVERITY = {s.value: s for s in Severity}
 
 #: Rules whose findings depend on other notes (the rest depend on the note, the taxonomy and the day only).
 CROSS_NOTE_RULES = frozenset({"slug-duplicate", "alias-duplicate", "broken-link", "broken-anchor", "ambiguous-link",
-                              "private-link", "answer-not-retrieved"})
+                              "private-link", "answer-not-retrieved", "section-duplicate"})
 
 
 def _decode(path: str, row: tuple) -> Diagnostic:
@@ -103,7 +103,8 @@ def exports(note: Note) -> tuple:
     """What other notes' findings depend on: if this is unchanged, their findings are too.
 
     (headings, block ids, slug, aliases as the engine reads them, their folded forms, raw visibility,
-    is_private)."""
+    is_private, and for a note imported from a PDF its (book, section, type), which `section-duplicate`
+    compares across notes)."""
     from vaulttools.lint.rules.slugs import alias_strings, alias_keys
 
     meta = note.meta if isinstance(note.meta, dict) else {}
@@ -118,7 +119,15 @@ def exports(note: Note) -> tuple:
         alias_keys(aliases),
         visibility if isinstance(visibility, str) else (None if visibility is None else repr(visibility)),
         note.is_private,
+        _book_key(meta),
     )
+
+
+def _book_key(meta: dict) -> tuple | None:
+    book = meta.get("book")
+    if not isinstance(book, str) or not book.strip():
+        return None
+    return (book, repr(meta.get("section")), repr(meta.get("type")))
 
 
 def _walk(root: Path) -> dict[str, tuple[int, int, int]]:
@@ -295,7 +304,7 @@ def _name_index(notes, files) -> tuple[dict[str, list[str]], dict[str, list[str]
 
 
 def _stand_in(path: str, ex: tuple) -> Note:
-    headings, blocks, slug, aliases, _keys, visibility, _private = ex
+    headings, blocks, slug, aliases, _keys, visibility, _private, _book = ex
     meta: dict[str, Any] = {}
     if slug is not None:
         meta["slug"] = slug
@@ -621,8 +630,12 @@ class LintCache:
                 old_stats[rel] = sig  # touched, not changed
                 self._changed(stats=rel)
                 continue
-            if exports(note) != marshal.loads(entry[1]):
+            mine = exports(note)
+            if mine != marshal.loads(entry[1]):
                 return False
+            if mine[7] is not None:
+                return False  # an imported book's note: section-duplicate compares it with the others
+
             changed[rel] = note
         if changed and snap["answers_checked"]:
             return False  # answer-not-retrieved depends on the whole index: a full run

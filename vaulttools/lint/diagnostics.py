@@ -36,6 +36,7 @@ class Edit:
         expected) equals `old`; write `new` instead, in the same quoting style.
       - ``drop-item``: item `index` equals `old` and is a duplicate; remove it.
       - ``replace-value``: the scalar value of the field equals `old`; write `new` (e.g. ``priority: "5"`` -> ``5``).
+        A list written on one line (``pages: ["27", "28"]``) may be replaced by another list (the PDF import).
       - ``insert-key``: the field is absent; add ``field: new`` after the key `after` (or first).
     """
 

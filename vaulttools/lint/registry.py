@@ -18,14 +18,14 @@ ERROR, WARNING = Severity.ERROR, Severity.WARNING
 #: (Here, with the rule table, so that the cache can read it without importing the rules; `engine` re-exports it.)
 ENGINE_VERSION = "6"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks;
 # 5: alias bombs, CR-only files, too many links, misspelt visibility keys, publish/private/nested visibility,
-# privacy folders and tags, html/obsidian-URI/reference links; 6: inline `%% vaulttools-ignore %%` suppression
-# and unused-suppression
+# privacy folders and tags, html/obsidian-URI/reference links; 6: the book rules (PDF import), inline
+# `%% vaulttools-ignore %%` suppression and unused-suppression
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str  # stable kebab-case id
-    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile
+    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile | books
     severity: Severity  # default; closed/open vocabularies and the configuration may change it
     summary: str  # one line: what is wrong
     why: str  # why it matters for GrasBot / Obsidian
@@ -212,6 +212,34 @@ RULES: tuple[Rule, ...] = (
         "author learns it here, with the file and the line, before the server does (docs/service.md, "
         "\"Answering profiles\").",
         "# .grasbot/profile.toml\nextends = \"textbook\"\ntemprature = 0.1   # did you mean `temperature`?", None,
+    ),
+    Rule(
+        "section-pages", "books", ERROR,
+        "A note imported from a PDF has `pages` and `pdf_pages` that disagree: not both lists, not as many "
+        "printed labels as PDF pages, labels not strings, PDF pages not increasing whole numbers from 1.",
+        "Answers cite the printed page and open the PDF at `pdf_pages`: the two must name the same pages.",
+        "pages: [\"27\", \"28\"]\npdf_pages: [45]", None,
+    ),
+    Rule(
+        "section-page-link", "books", ERROR,
+        "A page link in an imported section opens another PDF than its `source`, or a PDF page outside its "
+        "`pdf_pages`.",
+        "A reader who follows the page marker must land on the passage it marks.",
+        "[[manuel.pdf#page=99|p. 81]]   # in a section with pdf_pages: [45, 46]", None,
+    ),
+    Rule(
+        "section-empty", "books", WARNING,
+        "An imported `type: section` note has no text besides its heading and page markers.",
+        "An empty section is a heading the import took for a section, or a page without a text layer: it can "
+        "be retrieved and cited with nothing to say.",
+        "# 3.3 Table des matières\n\n[p. 37]", None,
+    ),
+    Rule(
+        "section-duplicate", "books", WARNING,
+        "Two notes of one `book` have the same `section` number.",
+        "A question that names « § 13 » of that book gets both: one of them is not the section it names "
+        "(an example or a licence clause numbered like a section).",
+        "section: \"6\"   # in two notes with book: fbook", None,
     ),
     Rule(
         "unknown-rule", "frontmatter", WARNING,

@@ -62,9 +62,10 @@ class VaultApp(App[None]):
         token: str | None = None,
         watch: bool = True,
         check_api: bool = True,
+        use_cache: bool = True,
     ) -> None:
         super().__init__()
-        self.backend = Backend(vault, taxonomy=taxonomy, api=api, token=token)
+        self.backend = Backend(vault, taxonomy=taxonomy, api=api, token=token, use_cache=use_cache)
         self.watch_vault = watch
         self.check_api_enabled = check_api
         self.main_screen: MainScreen | None = None
