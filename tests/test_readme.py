@@ -75,6 +75,11 @@ def repo(tmp_path: Path) -> Path:
         shutil.copy2(sets, root / "benchmarks" / sets.name)
     if (CORPORA / "grasbot-vault").is_dir():
         shutil.copytree(CORPORA / "grasbot-vault", tmp_path / "shared" / "corpora" / "grasbot-vault")
+    if (CORPORA / "pdf").is_dir():
+        shutil.copytree(CORPORA / "pdf", tmp_path / "shared" / "corpora" / "pdf")
+    # the README's `cp -r vault /tmp/vault-copy && cp TAXONOMIE.md /tmp/`, here instead of /tmp
+    shutil.copytree(REPO / "vault", tmp_path / "scratch" / "vault-copy")
+    shutil.copy2(REPO / "TAXONOMIE.md", tmp_path / "scratch" / "TAXONOMIE.md")
     token = tmp_path / "home" / ".config" / "grasbot" / "reload-token"  # the README's `--token-file ~/...`
     token.parent.mkdir(parents=True)
     token.write_text("readme-token\n", encoding="utf-8")
@@ -87,11 +92,11 @@ def _env(home: Path) -> dict[str, str]:
             "COLUMNS": "100", "HOME": str(home)}
 
 
-def _adapt(line: str, port: int) -> str:
+def _adapt(line: str, port: int, scratch: Path) -> str:
     """The line as it runs here: `.venv/bin/` is this interpreter's folder, and the API's port one that is free
     (another program may use 8000 on this machine)."""
     line = re.sub(r"^\.venv/bin/", f"{BIN}/", line)
-    return line.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    return line.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("/tmp/vault-copy", str(scratch / "vault-copy"))
 
 
 def _run(line: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -136,10 +141,11 @@ def test_readme_command(section: str, line: str, repo: Path) -> None:
     for part, reason in NEEDS_LANGFUSE.items():
         if part in line:
             pytest.skip(reason)
-    if "../shared/corpora/" in line and not (repo.parent / "shared" / "corpora" / "grasbot-vault").is_dir():
+    corpus = re.search(r"\.\./shared/corpora/([^/\s]+)", line)
+    if corpus and not (repo.parent / "shared" / "corpora" / corpus.group(1)).is_dir():
         pytest.skip(f"the real vaults are not on this machine ({CORPORA})")
     port = _closed_port()
-    command = _adapt(line, port)
+    command = _adapt(line, port, repo.parent / "scratch")
     if "compare_quality.py" in line:
         pytest.skip("a benchmark run of several minutes over every question set (`make bench` runs it)")
     if " watch " in f" {line} ":
