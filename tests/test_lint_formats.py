@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+
+from vaulttools.lint.urls import rule_url
 import pytest
 
 from grasbot.vault import Vault
@@ -42,7 +44,9 @@ def test_json_has_exactly_the_design_shape(result):
     assert set(data["summary"]) == {"error", "warning"}
     assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
     for d in data["diagnostics"]:
-        assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "severity", "message", "fix"]
+        # DESIGN's keys, in order, and `url` (added: the rule's documentation; readers of the old shape ignore it)
+        assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "url", "severity", "message", "fix"]
+        assert d["url"] == rule_url(d["rule"]) and d["url"].endswith("/docs/rules.md#" + d["rule"])
         assert d["rule"] in RULE_NAMES and d["severity"] in ("error", "warning")
         assert d["fix"] is None or set(d["fix"]) == {"message", "applicability"}
     assert any(d["fix"] for d in data["diagnostics"])
@@ -52,7 +56,7 @@ def test_text_lines_grouped_with_summary(result):
     text = render(result, "text", cwd=TAXO_VAULT)
     lines = text.splitlines()
     assert "projets/docker-notes.md:5:19: error unknown-domain `IA` is not in the closed list" in text
-    assert lines[-1].startswith(f"Found {result.summary['error']} errors and {result.summary['warning']} warnings in 11 notes")
+    assert lines[-1].startswith(f"Found {result.summary['error']} errors and {result.summary['warning']} warnings in {len({d.path for d in result.diagnostics})} of {result.notes} notes checked")
     # grouped: one blank line after each file's block, and each file appears in one block only
     paths = [l.split(":", 1)[0] for l in lines[:-1] if l and not l.startswith("note:")]
     blocks = [p for i, p in enumerate(paths) if i == 0 or paths[i - 1] != p]

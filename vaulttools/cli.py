@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"vaulttools.commands.{name}")
         command = sub.add_parser(getattr(module, "NAME", name), help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+        command.set_defaults(_run=module.run, _extra=getattr(module, "EXTRA", None))
     return parser
 
 
@@ -34,6 +34,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    extra = getattr(args, "_extra", None)
+    if extra is not None:
+        from vaulttools.extras import missing_extra
+
+        message = missing_extra(extra, f"vaulttools {args.command}")
+        if message is not None:
+            print(f"vaulttools {args.command}: error: {message}", file=sys.stderr)
+            return 2
     try:
         try:
             return int(args._run(args) or 0)

@@ -10,7 +10,14 @@ import json
 import sys
 from typing import Any
 
-from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import (
+    CliError,
+    add_cache_argument,
+    add_vault_arguments,
+    load_pipeline,
+    split_vault_positional,
+    vault_path,
+)
 
 NAME = "eval"
 HELP = (
@@ -24,8 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cache_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
     parser.add_argument(
-        "file", metavar="FILE.yaml", nargs="?",
-        help="the question set (items: id, q, expect, grounded, kind), or labelled answers (id, question, context, answer, sentences); with --export-dataset, the items to export",
+        "files", metavar="[PATH] FILE.yaml", nargs="*",
+        help="the question set (items: id, q, expect, grounded, kind) or labelled answers (id, question, context, "
+             "answer, sentences), after the vault folder if given; with "
+             "--export-dataset, the items to export",
     )  # fmt: skip
     add_langfuse_arguments(parser)
 
@@ -44,6 +53,12 @@ def add_langfuse_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from vaulttools.evaluation import QuestionSetError, evaluate, is_answer_set, load_questions, unknown_expectations
 
+    given, rest = (None, args.files) if args.vault else split_vault_positional(args.files, 1)
+    if len(rest) > 1:
+        raise CliError("give one question set: vaulttools eval [PATH] FILE.yaml")
+    args.file = rest[0] if rest else None
+    if given is not None:
+        args.vault = given  # (what every later `vault_path(args)` reads)
     if args.langfuse_dataset or args.export_dataset:
         from vaulttools.langfuse_datasets import run_langfuse
 
@@ -56,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         questions = load_questions(args.file)
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
-    root = vault_path(args)
+    root = vault_path(args, given)
 
     pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache)
     index = pipeline.index
@@ -82,15 +97,13 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
-    from rich.table import Table
+    from vaulttools.tables import Column, console as make_console, print_table
 
-    console = Console()
+    console = make_console()
     console.print(f"[bold]{label}[/bold] on {root}: {summary['items']} questions, {notes} public notes")
-    table = Table(show_header=True)
-    table.add_column("set")
-    for name in ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded"):
-        table.add_column(name, justify="right")
+    columns = [Column("set")] + [Column(name, justify="right") for name in
+                                 ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
+    table_rows: list[list[str]] = []
 
     def row(label: str, m: dict) -> list[str]:
         def fmt(value: object) -> str:
@@ -107,10 +120,10 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
             fmt(m["ontopic_grounded"]),
         ]
 
-    table.add_row(*row("all", summary))
+    table_rows.append(row("all", summary))
     for kind, metrics in summary.get("by_kind", {}).items():
-        table.add_row(*row(f"kind: {kind}", metrics))
-    console.print(table)
+        table_rows.append(row(f"kind: {kind}", metrics))
+    print_table(console, columns, table_rows)
     console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item

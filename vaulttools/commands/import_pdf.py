@@ -18,6 +18,8 @@ from typing import Any
 from vaulttools.commands._common import CliError, vault_path
 
 NAME = "import"
+#: The install extra this command needs (vaulttools.extras).
+EXTRA = "pdf"
 HELP = "import documents as notes: `import pdf BOOK.pdf` makes one note per section, with its pages"
 
 _KEY = re.compile(r"^[A-Za-z_][\w-]*$")

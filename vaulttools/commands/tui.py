@@ -14,6 +14,8 @@ from vaulttools.commands._common import CliError, add_cache_argument, add_vault_
 from vaulttools.commands.reload import add_api_arguments, api_token, api_url
 
 NAME = "tui"
+#: The install extra this command needs (vaulttools.extras).
+EXTRA = "tui"
 HELP = "open the terminal UI: vault health, a note's problems, and a live retrieval preview"
 
 

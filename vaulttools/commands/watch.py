@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from vaulttools.watcher import WatchBatch
 
 NAME = "watch"
+#: The install extra this command needs (vaulttools.extras).
+EXTRA = "watch"
 HELP = "re-check notes as they are saved and push POST /reload-vault to the GrasBot API after each change"
 
 #: Per burst and per kind of line, how many lines are printed before "... and N more" (a `git checkout`

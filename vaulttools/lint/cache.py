@@ -439,9 +439,13 @@ class LintCache:
     # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
         """The note-local findings of `note` from the last run, if its content is the same."""
+        from vaulttools.lint.suppression import has_directive
+
         try:
             entry = self.snapshot["notes"].get(note.path) if self.snapshot else None
-            if entry is None or entry[0] != note.digest or not note.digest:
+            # a note with `%% vaulttools-ignore %%` comments is checked again: its stored findings are those
+            # left after its comments silenced some, and which comment silences something is decided anew
+            if entry is None or entry[0] != note.digest or not note.digest or has_directive(note):
                 self.misses += 1
                 return None
             rows = marshal.loads(entry[2]) if entry[3] or entry[4] else ()
@@ -569,8 +573,9 @@ class LintCache:
             totals = Totals.of(result)
         else:
             errors, warnings, fixable = self._totals()
+            noted = sum(1 for entry in snap["notes"].values() if entry[3] or entry[4])
             totals = Totals(self.root.resolve(), snap["linted"], Path(snap["taxonomy"]) if snap["taxonomy"] else None,
-                            tuple(snap["notices"]), errors, warnings, fixable)
+                            tuple(snap["notices"]), errors, warnings, fixable, noted)
         return assemble_bytes(fmt, totals, parts.values())
 
     def _parts(self, fmt: str, prefix: str, result: Any) -> dict[str, bytes] | None:
@@ -648,7 +653,9 @@ class LintCache:
     def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
         from vaulttools.lint.engine import is_kept, check_one_note
         from vaulttools.lint.rules import LintContext, links, slugs
+        from vaulttools.lint.registry import RULE_NAMES
         from vaulttools.lint.rules.frontmatter import suppressed_rules
+        from vaulttools.lint.suppression import apply_inline
 
         snap = self.snapshot
         assert snap is not None
@@ -661,7 +668,10 @@ class LintCache:
             found = check_one_note(note, ctx)
             found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
             suppressed = suppressed_rules(note)
-            kept = sorted((d for d in found if is_kept(d, config, suppressed)), key=lambda d: d.sort_key)
+            kept = [d for d in found if is_kept(d, config, suppressed)]
+            kept = apply_inline(kept, {path: note}.get, (path,), config.enabled, suppressed_rules, RULE_NAMES,
+                                ctx.severity, ("answer-not-retrieved",))
+            kept.sort(key=lambda d: d.sort_key)
             entry = snap["notes"][path]
             snap["notes"][path] = _entry(note.digest, entry[1], kept)
             self._changed(note=path)

@@ -13,6 +13,8 @@ from enum import Enum
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from vaulttools.lint.urls import rule_url
+
 __all__ = ["Severity", "Edit", "Fix", "Diagnostic", "new_diagnostic", "SORT_KEY"]
 
 
@@ -88,6 +90,7 @@ class Diagnostic(NamedTuple):
             "end_line": self.end_line,
             "end_column": self.end_column,
             "rule": self.rule,
+            "url": rule_url(self.rule),
             "severity": self.severity.value,
             "message": self.message,
             "fix": self.fix.to_dict() if self.fix else None,

@@ -81,8 +81,10 @@ class FileFix:
     def changed(self) -> bool:
         return self.fixed != self.original
 
-    def diff(self) -> str:
-        return unified_diff(self.path, self.original, self.fixed)
+    def diff(self, prefix: str = "") -> str:
+        """The change as a unified diff; `prefix` goes before the vault-relative path (the vault's folder seen
+        from the current one, so that `git apply` and `patch -p1` take the diff from there)."""
+        return unified_diff(prefix + self.path, self.original, self.fixed)
 
 
 # -- YAML helpers ------------------------------------------------------------------------------------
@@ -656,10 +658,21 @@ def unified_diff(path: str, before: bytes, after: bytes) -> str:
     """A unified diff of one file, as `git diff` would show it (`a/path`, `b/path`)."""
     a = _lines(before.decode("utf-8", errors="replace"))
     b = _lines(after.decode("utf-8", errors="replace"))
-    # A name with a space ends with a tab, as git writes it: GNU patch reads a name up to a tab or blank.
-    end = "\t" if " " in path else ""
-    lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}{end}", tofile=f"b/{path}{end}"))
+    lines = list(difflib.unified_diff(a, b, fromfile=_diff_name("a/" + path), tofile=_diff_name("b/" + path)))
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+#: Characters that make a file name of a diff header quoted, as git quotes them: GNU patch reads a plain name up
+#: to a blank, and both it and `git apply` read a C-style quoted name (`"a/Une note.md"`) whole.
+_DIFF_QUOTED = {"\\": "\\\\", '"': '\\"', "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _diff_name(name: str) -> str:
+    """`name` as a diff header writes it: as it is, or C-quoted when it holds a blank, a quote or a backslash
+    (no trailing tab: the quotes say where the name ends)."""
+    if not any(ch in name for ch in ' \t\n\r"\\'):
+        return name
+    return '"' + "".join(_DIFF_QUOTED.get(ch, ch) for ch in name) + '"'

@@ -170,6 +170,31 @@ class Summary:
     profile_error: str | None = None
 
 
+#: Editors that open a file at a line with `+LINE file` (vi and its kin, nano, Emacs, micro, kakoune, joe...).
+_PLUS_LINE = frozenset({"vi", "vim", "nvim", "gvim", "mvim", "view", "nano", "pico", "emacs", "emacsclient", "micro",
+                        "kak", "joe", "jmacs", "jstar", "ne", "mg", "jed", "mcedit", "vis", "elvis", "nvi", "ex"})
+#: Editors that take `--goto`-style `-g file:line` (VS Code and its forks).
+_GOTO = frozenset({"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"})
+#: Editors that take `file:line`.
+_COLON = frozenset({"subl", "sublime_text", "zed", "hx", "helix", "gedit", "kate", "mate"})
+
+
+def editor_argv(editor: list[str], file: str, line: int | None) -> list[str]:
+    """The command that opens `file` in `editor` (its argv, arguments included) at `line`: `+LINE file` for
+    vi, nano, Emacs and the like, `-g file:LINE` for VS Code, `file:LINE` for Sublime Text, Zed, Helix; an
+    editor not known here gets the file alone (at its first line, rather than a wrong argument)."""
+    if line is None or line < 1 or not editor:
+        return [*editor, file]
+    name = Path(editor[0]).name.lower().removesuffix(".exe")
+    if name in _PLUS_LINE:
+        return [*editor, f"+{line}", file]
+    if name in _GOTO:
+        return [*editor, "-g", f"{file}:{line}"]
+    if name in _COLON:
+        return [*editor, f"{file}:{line}"]
+    return [*editor, file]
+
+
 def obsidian_url(vault_root: Path, path: str) -> str:
     """`obsidian://open?vault=<vault folder name>&file=<path without .md>`, both URI-encoded."""
     file = path[:-3] if path.lower().endswith(".md") else path
@@ -807,8 +832,9 @@ class Backend:
     def absolute(self, path: str) -> Path:
         return self.root / path
 
-    def editor_command(self, path: str) -> list[str] | None:
-        """`$VISUAL`/`$EDITOR` (with its arguments) and the note's file, else a common editor, else None."""
+    def editor_command(self, path: str, line: int | None = None) -> list[str] | None:
+        """`$VISUAL`/`$EDITOR` (with its arguments) on the note's file, at `line` when given and the editor
+        is one whose way of saying it is known (`editor_argv`); else a common editor; else None."""
         for var in ("VISUAL", "EDITOR"):
             value = os.environ.get(var, "").strip()
             if value:
@@ -816,11 +842,11 @@ class Backend:
                     argv = shlex.split(value)
                 except ValueError:
                     argv = [value]
-                return [*argv, str(self.absolute(path))]
+                return editor_argv(argv, str(self.absolute(path)), line)
         for name in ("nano", "vim", "vi"):
             found = shutil.which(name)
             if found:
-                return [found, str(self.absolute(path))]
+                return editor_argv([found], str(self.absolute(path)), line)
         return None
 
     def obsidian_url(self, path: str) -> str:
