@@ -98,7 +98,7 @@ FIELD_WEIGHTS: dict[str, float] = {
 BM25_POINTS = 10.0  # the best note's BM25 share of the score
 ALIAS_POINTS = 10.0
 TITLE_POINTS = 16.0  # the whole title (the note's own name) in the question: the strongest lexical sign
-TITLE_PARTIAL_POINTS = 3.0
+TITLE_PARTIAL_POINTS = 5.0  # part of a title, its words counted by their rarity among titles (see `_refresh`)
 SLUG_POINTS = 8.0
 ANSWERS_POINTS = 12.0
 ANSWERS_FULL = 0.8  # similarity from which the reason reads `answers-full`
@@ -107,6 +107,7 @@ DOMAIN_POINTS = 5.0
 TAG_POINTS = 3.0
 PRIORITY_STEP = 0.3
 MOC_POINTS = 1.0
+HUB_NAME_SHARE = 0.5  # a hub's (MOC's) title, slug and aliases weigh this share of a note's (see `_refresh`)
 GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
@@ -174,6 +175,7 @@ _TWICE: dict[str, int] = {name: round(2 * w) for name, w in FIELD_WEIGHTS.items(
 assert all(_TWICE[name] == 2 * w for name, w in FIELD_WEIGHTS.items()), "field weights must be multiples of 0.5"
 _KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
 _K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
+_NAME_KINDS = np.array([_K_TITLE, _K_SLUG, _K_ALIAS], dtype=np.int8)
 
 
 #: A note's phrases, the short frontmatter strings (title, slug, aliases, sample questions, labels), as
@@ -1292,8 +1294,26 @@ class SearchIndex:
         if alias.size:
             full[alias] /= np.maximum(self._group_count.view()[group[alias]], 1)
         del alias
+        # A hub (MOC) names a collection, not a subject: its title, slug and aliases (often the subjects of
+        # the notes it gathers) must not outrank the note about the subject when that one matches too.
+        hub = np.fromiter((d is not None and d.is_moc for d in self._docs), dtype=bool, count=len(self._docs))
+        if hub.any():
+            full = np.where(hub[self._ph_doc.view()] & np.isin(kind, _NAME_KINDS), full * HUB_NAME_SHARE, full)
         self._ph_full = full
-        self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 3 points: exact on 2 bytes)
+        self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 5 points: exact on 2 bytes)
+        # A word's rarity among the titles (its IDF over titles, over that of a word in no title): a part
+        # of a title is a sign of the subject only when few titles share it ("Obsidian" in half the titles
+        # says nothing of which page a question is about).
+        # A title is live when it lies in its note's run (a note that left, or was re-read, has others).
+        pid = np.arange(m)
+        owner = self._ph_doc.view()
+        live_title = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & (kind == _K_TITLE)
+        at = live_title[qp]
+        pairs = np.unique(qp[at].astype(np.int64) * max(v, 1) + qt[at])  # (title, term), once each
+        t_df = np.bincount(pairs % max(v, 1), minlength=v).astype(np.float64)  # titles holding each term
+        titles = float(np.count_nonzero(live_title)) or 1.0
+        self._title_rarity = np.log1p((np.maximum(titles - t_df, 0.0) + 0.5) / (t_df + 0.5)) / math.log1p((titles + 0.5) / 0.5)
+        del pid, owner, live_title, at, pairs, t_df
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
@@ -1512,9 +1532,15 @@ class SearchIndex:
                 inside = np.bincount(inverse, weights=idf_rep)
             full = hits == self._ph_len_view[touched]
             share = inside / mass
+            # Part of a title: its words by their rarity among titles (`_refresh`).
+            rare_rep = idf_rep * self._title_rarity[known].repeat([part.size for part in q_parts])
+            if m <= _DENSE_PHRASES:
+                part_share = np.bincount(ph, weights=rare_rep, minlength=m)[touched] / mass
+            else:
+                part_share = np.bincount(inverse, weights=rare_rep) / mass
             # Per phrase: its points when every token is in the question (title, slug, alias / holders,
             # labels), when only some are (title only), and for a sample question its similarity.
-            points = np.where(full, self._ph_full[touched], self._ph_partial[touched]) * share
+            points = np.where(full, self._ph_full[touched] * share, self._ph_partial[touched] * part_share)
             answer = self._ph_answer[touched]
             if np.count_nonzero(answer):  # sample questions: IDF-weighted cosine with the question
                 if m <= _DENSE_PHRASES:
