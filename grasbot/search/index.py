@@ -13,6 +13,10 @@ is the same family of signals, reworked where the original was known to fail):
   Each is worth its constant × the share of the question's *informative mass* it covers (sum of the IDF
   of the question's tokens): an alias such as `42`, held by many notes and made of a common token, no
   longer outweighs the subject of the question. An alias held by k notes names none of them: ÷ k.
+  Part of a title counts each word by its rarity among the titles (its IDF over titles ÷ that of a word
+  in no title): a word most titles share (the product's name) is no sign of which note a question is
+  about. A hub's (MOC's) title, slug and aliases weigh `HUB_NAME_SHARE`: a hub names a collection, often
+  with the subjects of the notes it gathers as aliases, and must not outrank the note about the subject.
 - **Answers by similarity**: the best of the note's sample questions, IDF-weighted cosine with the
   question (`answers-full` ≥ 0.8, else `answers-partial:<sim>`), not a token count that stops at the
   first partial hit.
