@@ -179,7 +179,6 @@ _TWICE: dict[str, int] = {name: round(2 * w) for name, w in FIELD_WEIGHTS.items(
 assert all(_TWICE[name] == 2 * w for name, w in FIELD_WEIGHTS.items()), "field weights must be multiples of 0.5"
 _KINDS: tuple[str, ...] = ("title", "slug", "alias", "answer", "domain", "tag")
 _K_TITLE, _K_SLUG, _K_ALIAS, _K_ANSWER, _K_DOMAIN, _K_TAG = range(len(_KINDS))
-_NAME_KINDS = np.array([_K_TITLE, _K_SLUG, _K_ALIAS], dtype=np.int8)
 
 
 #: A note's phrases, the short frontmatter strings (title, slug, aliases, sample questions, labels), as
@@ -759,6 +758,7 @@ class SearchIndex:
         self._lens = _Grow([], np.float64)  # body length per slot
         self._total_len = 0.0  # sum of body lengths (an exact integer)
         self._bonus = _Grow([], np.float64)  # priority and MOC points per slot, for notes with evidence
+        self._hub = _Grow([], bool)  # per slot: a MOC (its own names weigh `HUB_NAME_SHARE`)
         self._p_off = np.zeros(2, dtype=np.int64)
         self._p_doc = _EMPTY_I
         self._p_fm = _EMPTY_F
@@ -1084,6 +1084,7 @@ class SearchIndex:
             self._dfg.resize(len(self._terms))
 
         self._bonus = _Grow([_bonus_points(d) for d in docs], np.float64)
+        self._hub = _Grow([d.is_moc for d in docs], bool)
         outgoing = getattr(vault, "outgoing", None)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
@@ -1197,6 +1198,7 @@ class SearchIndex:
         self._total_len -= float(self._lens.a[slot])
         self._lens.a[slot] = 0.0
         self._bonus.a[slot] = 0.0
+        self._hub.a[slot] = False
         self._docs[slot] = None
         self._free.append(slot)
         self._n -= 1
@@ -1212,7 +1214,7 @@ class SearchIndex:
         else:
             slot = len(self._docs)
             self._docs.append(None)
-            for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end, self._nterms):
+            for arr in (self._lens, self._bonus, self._hub, self._ph_beg, self._ph_end, self._nterms):
                 arr.resize(slot + 1)
         doc.out = _outgoing(outgoing, note.path)
         self._dfg.resize(len(self._terms))
@@ -1237,6 +1239,7 @@ class SearchIndex:
         self._lens.a[slot] = length
         self._total_len += length
         self._bonus.a[slot] = _bonus_points(doc)
+        self._hub.a[slot] = doc.is_moc
         # Its phrases, appended (phrase ids only grow, so appending keeps every phrase posting sorted).
         beg = len(self._ph_text)
         for kind, text, tokens in zip(*phrases):
@@ -1300,9 +1303,9 @@ class SearchIndex:
         del alias
         # A hub (MOC) names a collection, not a subject: its title, slug and aliases (often the subjects of
         # the notes it gathers) must not outrank the note about the subject when that one matches too.
-        hub = np.fromiter((d is not None and d.is_moc for d in self._docs), dtype=bool, count=len(self._docs))
+        hub = self._hub.view()
         if hub.any():
-            full = np.where(hub[self._ph_doc.view()] & np.isin(kind, _NAME_KINDS), full * HUB_NAME_SHARE, full)
+            full = np.where(hub[self._ph_doc.view()] & (kind <= _K_ALIAS), full * HUB_NAME_SHARE, full)  # title, slug, alias
         self._ph_full = full
         self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 5 points: exact on 2 bytes)
         # A word's rarity among the titles (its IDF over titles, over that of a word in no title): a part
@@ -1312,12 +1315,11 @@ class SearchIndex:
         pid = np.arange(m)
         owner = self._ph_doc.view()
         live_title = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & (kind == _K_TITLE)
-        at = live_title[qp]
-        pairs = np.unique(qp[at].astype(np.int64) * max(v, 1) + qt[at])  # (title, term), once each
-        t_df = np.bincount(pairs % max(v, 1), minlength=v).astype(np.float64)  # titles holding each term
+        # Titles holding each term (a word twice in one title counts twice: rare, and not worth a sort).
+        t_df = np.bincount(qt[live_title[qp]], minlength=v).astype(np.float64)
         titles = float(np.count_nonzero(live_title)) or 1.0
         self._title_rarity = np.log1p((np.maximum(titles - t_df, 0.0) + 0.5) / (t_df + 0.5)) / math.log1p((titles + 0.5) / 0.5)
-        del pid, owner, live_title, at, pairs, t_df
+        del pid, owner, live_title, t_df
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
