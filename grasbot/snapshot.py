@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grasbot.model import PrivacyPolicy
 from grasbot.search.index import SearchConfig, SearchIndex
-from grasbot.vault import DEFAULT_EXCLUDE, Vault
+from grasbot.vault import DEFAULT_EXCLUDE, Vault, read_privacy
 
 __all__ = ["Snapshot", "cache_dir", "load", "save"]
 
@@ -47,7 +48,7 @@ _MAGIC = b"grasbot-snapshot\n"
 SNAPSHOT_FORMAT = "1"
 _KEY_FILE = "snapshot.key"
 #: The engine modules whose code shapes a loaded vault or an index: a change in any of them is a miss.
-_ENGINE_SOURCES = ("model.py", "links.py", "vault.py", "text.py", "snapshot.py", "markdown", "search")
+_ENGINE_SOURCES = ("model.py", "links.py", "vault.py", "readers.py", "text.py", "snapshot.py", "markdown", "search")
 
 
 def cache_dir(root: Path) -> Path:
@@ -73,6 +74,7 @@ class Snapshot:
     _file: Path | None = None
     _signatures: dict[str, tuple[int, int]] | None = None
     _dirty: bool = True
+    _key: str | None = None
 
 
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
@@ -110,8 +112,10 @@ def _engine_digest() -> str:
     return h.hexdigest()
 
 
-def _file_for(root: Path, exclude: tuple[str, ...], config: SearchConfig) -> tuple[Path, str]:
-    key = "|".join([_engine_digest(), str(root), repr(tuple(exclude)), repr(config)])
+def _file_for(
+    root: Path, exclude: tuple[str, ...], config: SearchConfig, privacy: PrivacyPolicy | None = None
+) -> tuple[Path, str]:
+    key = "|".join([_engine_digest(), str(root), repr(tuple(exclude)), repr(config), repr(privacy)])
     name = hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
     return cache_dir(root) / f"snapshot-{name}.bin", key
 
@@ -206,29 +210,49 @@ def load(
     *,
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
     use_snapshot: bool = True,
+    verify: bool = False,
+    privacy: PrivacyPolicy | None = None,
 ) -> Snapshot:
     """The vault at `root` and its index, from the snapshot when one matches (re-reading only the files that
-    changed), else loaded and indexed from scratch. Raises like `Vault.load` when `root` is not a folder."""
+    changed), else loaded and indexed from scratch. Raises like `Vault.load` when `root` is not a folder.
+
+    `verify`: trust no stat signature; every note's bytes are read and hashed, and a note whose digest
+    differs is re-read even if its size and mtime are those recorded (an edit that kept both: a sync tool
+    that restores mtimes, a coarse-mtime file system). The service loads this way: a note made private must
+    never be served from the snapshot because its file kept its mtime. Hashing costs a read of every note,
+    still far less than parsing them.
+
+    `privacy`: private folders and tags added to the vault's own `[privacy]` (`Vault.load`'s); part of the
+    file's key. A snapshot whose vault was read under another policy than the one in force now (the vault's
+    `vaulttools.toml` changed) is not used: every note's visibility is then recomputed by a full load."""
     config = config or SearchConfig()
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
         vault = Vault.load(root_path, exclude)  # raises the loader's own clear error
     root_path = root_path.resolve()
-    file, key = _file_for(root_path, exclude, config)
+    file, key = _file_for(root_path, exclude, config, privacy)
     if use_snapshot:
         data = _read(file, key)
         files = _current_files(root_path, exclude) if data is not None else None
-        if data is not None and files is not None:
-            snap = _refresh(data, files)
+        if data is not None and files is not None and _same_privacy(data, root_path, privacy):
+            snap = _refresh(data, files, verify)
             if snap is not None:
-                snap._file = file
+                snap._file, snap._key = file, key
                 return snap
     # Stat before reading: a file saved while the load runs then differs from its recorded signature
     # and is re-read next time (recording it after the read could pair new stat with old text).
     signatures = _stat_all(_current_files(root_path, exclude) or {}) if use_snapshot else None
-    vault = Vault.load(root_path, exclude)
+    vault = Vault.load(root_path, exclude, privacy=privacy)
     index = SearchIndex.build(vault, config)
-    return Snapshot(vault, index, "load", 0, file if use_snapshot else None, signatures, True)
+    return Snapshot(vault, index, "load", 0, file if use_snapshot else None, signatures, True, key)
+
+
+def _same_privacy(data: dict[str, Any], root: Path, privacy: PrivacyPolicy | None) -> bool:
+    """Whether the policy the snapshot's notes were read under is the one in force now (fail closed: a
+    vault's `[privacy]` that changed, became unreadable or readable again means a full load)."""
+    vault = data.get("vault")
+    own, problem = read_privacy(root)
+    return isinstance(vault, Vault) and problem is None and vault.privacy == own.merged(privacy)
 
 
 def _stat_all(files: dict[str, str]) -> dict[str, tuple[int, int]]:
@@ -240,7 +264,15 @@ def _stat_all(files: dict[str, str]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _refresh(data: dict[str, Any], files: dict[str, str]) -> Snapshot | None:
+def _digest_of(full: str) -> str | None:
+    try:
+        with open(full, "rb") as fh:
+            return hashlib.blake2b(fh.read(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+def _refresh(data: dict[str, Any], files: dict[str, str], verify: bool = False) -> Snapshot | None:
     vault: Vault = data["vault"]
     index: SearchIndex = data["index"]
     signatures: dict[str, tuple[int, int]] = data["signatures"]
@@ -249,16 +281,17 @@ def _refresh(data: dict[str, Any], files: dict[str, str]) -> Snapshot | None:
         sig = _signature(full)
         if sig is None or signatures.get(rel) != sig:
             changed[rel] = sig
+        elif verify:
+            note = vault.notes.get(rel)
+            if note is not None and _digest_of(full) != note.digest:
+                changed[rel] = sig
     gone = [rel for rel in signatures if rel not in files]
     vault_freeze(vault)
     reread = 0
     for rel in changed:
         old = vault.notes.get(rel)
         if old is not None:
-            try:
-                digest = hashlib.blake2b(Path(files[rel]).read_bytes(), digest_size=16).hexdigest()
-            except OSError:
-                digest = None
+            digest = _digest_of(files[rel])
             if digest == old.digest:  # touched, not changed (a checkout, a sync tool)
                 continue
         index.update(vault, vault.update_file(rel))
@@ -295,10 +328,11 @@ def _write(snap: Snapshot) -> None:
     signatures = snap._signatures
     if signatures is None:
         return
-    key = _file_for(Path(snap.vault.root), snap.vault.exclude, snap.index.config)[1]
+    key = snap._key or _file_for(Path(snap.vault.root), snap.vault.exclude, snap.index.config)[1]
     payload = _dumps({"key": key, "vault": snap.vault, "index": snap.index, "signatures": signatures})
     mac = hmac.new(secret, payload, hashlib.sha256).digest()
-    tmp = folder / f".{file.name}.{os.getpid()}.tmp"
+    # (a name of this writer's own: two threads of one process may write at once, a start and a reload)
+    tmp = folder / f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:

@@ -562,13 +562,13 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
         stop_process(proc)
     missing = subprocess.run(
         [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(tmp_path / "absent")],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip  (cwd: a developer's .env in the repository is not read)
     assert missing.returncode == 2
     assert "vault folder not found" in missing.stderr and "Traceback" not in missing.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT)],
-        env={**env, "SEARCH_TOP_K": "many"}, capture_output=True, text=True, timeout=60,
+        env={**env, "SEARCH_TOP_K": "many"}, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "SEARCH_TOP_K" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -146,7 +146,7 @@ def test_unusable_cache_is_ignored(tmp_path, vault, capsys, monkeypatch):
     monkeypatch.setenv("VAULTTOOLS_CACHE_DIR", str(blocker))
     code = main(["lint", str(vault), "--format", "json"])
     first = capsys.readouterr().out
-    assert code == 1 and json.loads(first)["notes"] == 9
+    assert code == 1 and json.loads(first)["notes"] == 11
     # a corrupt cache file is ignored too
     monkeypatch.delenv("VAULTTOOLS_CACHE_DIR")
     main(["lint", str(vault), "--format", "json"])

@@ -54,7 +54,7 @@ def test_pre_commit_hooks():
     by_id = {hook["id"]: hook for hook in hooks}
     assert set(by_id) == {"vaulttools-lint", "vaulttools-lint-fix"}
     for hook in hooks:
-        assert hook["language"] == "python" and hook["pass_filenames"] is False
+        assert hook["language"] == "python" and hook["pass_filenames"] is True  # the staged notes
         assert hook["entry"].startswith("vaulttools lint")
     assert "--fix" in by_id["vaulttools-lint-fix"]["entry"]
     assert "vaulttools-lint" in (REPO / "docs" / "ci.md").read_text(encoding="utf-8")

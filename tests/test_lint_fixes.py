@@ -311,17 +311,23 @@ def test_messages_show_what_the_fix_writes_and_block_scalars_get_no_fix(tmp_path
     assert '+aliases: ["a, b, c"]' in diff and '+tags: ["one"]' in diff and "+answers" not in diff
 
 
-def test_diff_of_a_name_with_a_space_applies_with_patch(tmp_path, capsys):
+def test_diff_of_a_name_with_a_space_applies_with_patch_and_git(tmp_path, capsys, monkeypatch):
+    """From the folder the command ran in (here: the vault's parent): paths relative to it, `a/` `b/`
+    prefixes, a name with a space C-quoted as git quotes it (no trailing tab); real `patch -p1` and `git apply`."""
     import subprocess
 
     (tmp_path / "v").mkdir()
     (tmp_path / "v" / "Une note.md").write_text("---\ntitle: A\naliases: x\n---\nx\n", encoding="utf-8")
-    main(["lint", str(tmp_path / "v"), "--no-cache", "--diff"])
+    monkeypatch.chdir(tmp_path)
+    main(["lint", "v", "--no-cache", "--diff"])
     diff = capsys.readouterr().out
-    assert diff.startswith("--- a/Une note.md\t\n+++ b/Une note.md\t\n")
+    assert diff.startswith('--- "a/v/Une note.md"\n+++ "b/v/Une note.md"\n') and "\t" not in diff
+    if shutil.which("git") is not None:
+        subprocess.run(["git", "init", "-q", "."], cwd=tmp_path, check=True)
+        subprocess.run(["git", "apply", "--check", "-"], input=diff.encode(), cwd=tmp_path, check=True)
     if shutil.which("patch") is None:
         pytest.skip("GNU patch is not installed")
-    subprocess.run(["patch", "-p1", "--quiet"], input=diff.encode(), cwd=tmp_path / "v", check=True)
+    subprocess.run(["patch", "-p1", "--quiet"], input=diff.encode(), cwd=tmp_path, check=True)
     assert (tmp_path / "v" / "Une note.md").read_text(encoding="utf-8") == "---\ntitle: A\naliases: [x]\n---\nx\n"
 
 

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+
+from vaulttools.lint.urls import rule_url
 import pytest
 
 from grasbot.vault import Vault
@@ -38,11 +40,13 @@ def lint_cli(capsys, *args: str) -> tuple[int, str, str]:
 def test_json_has_exactly_the_design_shape(result):
     data = json.loads(render(result, "json"))
     assert list(data) == ["version", "vault", "notes", "diagnostics", "summary"]
-    assert data["version"] == 1 and data["notes"] == 9 and data["vault"] == str(result.root)
+    assert data["version"] == 1 and data["notes"] == 11 and data["vault"] == str(result.root)
     assert set(data["summary"]) == {"error", "warning"}
     assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
     for d in data["diagnostics"]:
-        assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "severity", "message", "fix"]
+        # DESIGN's keys, in order, and `url` (added: the rule's documentation; readers of the old shape ignore it)
+        assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "url", "severity", "message", "fix"]
+        assert d["url"] == rule_url(d["rule"]) and d["url"].endswith("/docs/rules.md#" + d["rule"])
         assert d["rule"] in RULE_NAMES and d["severity"] in ("error", "warning")
         assert d["fix"] is None or set(d["fix"]) == {"message", "applicability"}
     assert any(d["fix"] for d in data["diagnostics"])
@@ -52,7 +56,7 @@ def test_text_lines_grouped_with_summary(result):
     text = render(result, "text", cwd=TAXO_VAULT)
     lines = text.splitlines()
     assert "projets/docker-notes.md:5:19: error unknown-domain `IA` is not in the closed list" in text
-    assert lines[-1].startswith(f"Found {result.summary['error']} errors and {result.summary['warning']} warnings in 9 notes")
+    assert lines[-1].startswith(f"Found {result.summary['error']} errors and {result.summary['warning']} warnings in {len({d.path for d in result.diagnostics})} of {result.notes} notes checked")
     # grouped: one blank line after each file's block, and each file appears in one block only
     paths = [l.split(":", 1)[0] for l in lines[:-1] if l and not l.startswith("note:")]
     blocks = [p for i, p in enumerate(paths) if i == 0 or paths[i - 1] != p]
@@ -113,7 +117,7 @@ def test_json_and_output_file(capsys, tmp_path):
     target = tmp_path / "report.json"
     code, out, _ = lint_cli(capsys, str(TAXO_VAULT), "--no-cache", "--format", "json", "--output", str(target))
     assert out == "" and code == 1
-    assert json.loads(target.read_text(encoding="utf-8"))["notes"] == 9
+    assert json.loads(target.read_text(encoding="utf-8"))["notes"] == 11
 
 
 def test_config_files(capsys, tmp_path):
@@ -130,7 +134,7 @@ def test_config_files(capsys, tmp_path):
     rules = {d["rule"] for d in data["diagnostics"]}
     assert "alias-duplicate" not in rules and "slug-duplicate" not in rules
     assert all(d["severity"] == "error" for d in data["diagnostics"] if d["rule"] == "broken-anchor")
-    assert data["notes"] == 8  # prive/mon-journal.md excluded from linting...
+    assert data["notes"] == 10  # prive/mon-journal.md excluded from linting...
     assert any(d["rule"] == "private-link" for d in data["diagnostics"])  # ...but still known to links
     # --select on the command line replaces the file's selection; --ignore adds to it
     code, out, _ = lint_cli(capsys, str(vault), "--no-cache", "--format", "json", "--ignore", "broken-anchor")

@@ -120,6 +120,7 @@ def test_a_state_folder_others_own_or_may_enter(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--port", str(free_port())],
         env=clean_env(GRASBOT_STATE_DIR=str(tmp_path / "file")), capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,  # not the repository: a developer's .env there is not read
     )  # fmt: skip
     assert run.returncode == 2 and "GRASBOT_STATE_DIR" in run.stderr and "Traceback" not in run.stderr
 
@@ -260,7 +261,7 @@ def test_is_loopback() -> None:
 def test_serve_refuses_an_open_reload_on_a_public_address(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     serve = [sys.executable, "-m", "grasbot.service.cli", "serve", "--vault", str(SAMPLE_VAULT), "--host", "0.0.0.0"]
     refused = subprocess.run([*serve, "--port", str(free_port())], env=clean_env(OLLAMA_URL=fake_ollama.url),
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+                             capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip (no .env read)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "GRASBOT_RELOAD_TOKEN" in refused.stderr and "--allow-open-reload" in refused.stderr
     for extra_args, extra_env in (([], {"GRASBOT_RELOAD_TOKEN": TOKEN}), (["--allow-open-reload"], {}),
@@ -269,7 +270,7 @@ def test_serve_refuses_an_open_reload_on_a_public_address(tmp_path: Path, fake_o
         log = tmp_path / f"serve-{port}.log"
         with log.open("w") as out:
             proc = subprocess.Popen([*serve, "--port", str(port), *extra_args], stdout=out, stderr=subprocess.STDOUT,
-                                    env=clean_env(OLLAMA_URL=fake_ollama.url, **extra_env))  # fmt: skip
+                                    env=clean_env(OLLAMA_URL=fake_ollama.url, **extra_env), cwd=tmp_path)  # fmt: skip
         try:
             deadline = time.monotonic() + 30
             while True:

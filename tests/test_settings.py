@@ -84,7 +84,7 @@ def test_public_view_shows_every_setting_but_the_secrets() -> None:
     assert "VERY-SECRET" not in f"{view} {s!r} {s}"
     assert view["llm_api_key_set"] is True and view["reload_token_set"] is True and view["langfuse_enabled"] is True
     assert view["llm_base_url"] == view["llm_url"] == "http://***@gpu:11434"
-    secrets = {"llm_api_key", "reload_token", "langfuse_public_key", "langfuse_secret_key", "redis_url", "private_folders", "private_tags"}
+    secrets = {"llm_api_key", "reload_token", "langfuse_public_key", "langfuse_secret_key", "redis_url", "private_folders", "private_tags", "session_key"}
     assert set(view) >= set(Settings.model_fields) - secrets and not secrets & set(view)
 
 

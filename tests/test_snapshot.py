@@ -40,7 +40,8 @@ def ranking(index: SearchIndex) -> list[list[tuple[str, float, tuple[str, ...]]]
 def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("VAULTTOOLS_CACHE_DIR", raising=False)
     dest = tmp_path / "vault"
-    shutil.copytree(SAMPLE_VAULT, dest)
+    # (without the caches a command run on the bundled vault left there: this copy has its own)
+    shutil.copytree(SAMPLE_VAULT, dest, ignore=shutil.ignore_patterns(".vaulttools_cache"))
     return dest
 
 
@@ -188,3 +189,114 @@ def test_background_save_from_a_one_shot_process(vault: Path, tmp_path: Path) ->
 def test_a_missing_vault_raises_the_loaders_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="vault folder not found"):
         snapshot.load(tmp_path / "absent")
+
+
+def _wait_for_snapshot(vault: Path) -> Path:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = list((vault / ".vaulttools_cache").glob("snapshot-*.bin"))
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("the service wrote no snapshot")
+
+
+def test_the_service_starts_from_the_snapshot_and_sees_a_note_made_private_on_reload(vault: Path) -> None:
+    """Through a real server: its start writes the snapshot, a second server starts from it, and a note made
+    private is never served after the reload, even when the edit kept the file's size and mtime (the
+    service checks every note's digest, not only its stat signature)."""
+    from tests.fake_ollama import FakeOllama
+    from tests.service_fixtures import run_server, service_settings
+
+    rust = next(vault.rglob("rust*.md"))
+    question = "Que sait-il faire en Rust ?"
+    with FakeOllama() as fake:
+        with run_server(service_settings(fake), vault):
+            file = _wait_for_snapshot(vault)
+        written = file.stat().st_mtime_ns
+        with run_server(service_settings(fake), vault) as server:
+            client = server.client()
+            assert "rust" in [s["slug"] for s in client.get("/ask", params={"q": question}).json()["sources"]]
+            assert file.stat().st_mtime_ns == written  # nothing changed: started from the file, not rewritten
+            # Made private with the same number of bytes and the old mtime: no stat signature tells.
+            before = rust.stat()
+            text = rust.read_text(encoding="utf-8")
+            edited = text.replace("visibility: public", "visibility: private", 1).replace("\n\n", "\n", 1)
+            assert len(edited.encode()) == before.st_size and edited != text
+            rust.write_text(edited, encoding="utf-8")
+            os.utime(rust, ns=(before.st_atime_ns, before.st_mtime_ns))
+            reloaded = client.post("/reload-vault").json()
+            assert "rust" in reloaded["removed"]
+            fake.reset()
+            body = client.get("/ask", params={"q": question}).json()
+            assert "rust" not in [s["slug"] for s in body["sources"]]
+            assert all("[rust]" not in p and "20-Competences/rust" not in p for p in fake.chat_prompts())
+
+
+def test_watch_and_the_tui_start_from_the_snapshot_and_a_change_seen_live_is_reread(vault: Path) -> None:
+    """`vaulttools watch` (LiveVault) and the TUI (Backend) load through the snapshot and write it back when
+    they stop; a note changed while they ran (applied live) is re-read at the next start, never served from
+    the snapshot as it was."""
+    from vaulttools.live import LiveVault
+    from vaulttools.tui.backend import Backend
+
+    first = LiveVault.load(vault, use_snapshot=True)
+    assert first._snapshot.source == "load"
+    first.save_snapshot()
+    live = LiveVault.load(vault, use_snapshot=True)
+    assert live._snapshot.source == "snapshot" and ranking(live.index) == fresh(vault)
+    rust = next(vault.rglob("rust*.md"))
+    rel = rust.relative_to(vault).as_posix()
+    rust.write_text(rust.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    live.apply([rel])
+    assert all(h.note.path != rel for h in live.index.search("Rust").hits)
+    live.save_snapshot()
+
+    backend = Backend(vault)
+    backend.load()
+    assert backend._loaded.source == "snapshot" and backend._loaded.reread == 1  # the note changed since the load
+    backend.build_index()
+    backend.start_live()
+    assert all(h.note.path != rel for h in backend._index.search("Rust").hits)
+    assert ranking(backend._index) == fresh(vault)
+    backend.stop()
+    again = Backend(vault)
+    again.load()
+    assert again._loaded.source == "snapshot" and again._loaded.reread == 0
+    again.build_index()
+    assert ranking(again._index) == fresh(vault)
+    uncached = Backend(vault, use_cache=False)  # --no-cache
+    uncached.load()
+    assert uncached._loaded.source == "load" and uncached._loaded._file is None  # read whole, nothing to write
+
+
+def test_vaulttools_ask_writes_the_snapshot_after_its_answer_and_answers_as_without_it(vault: Path, tmp_path: Path) -> None:
+    """Whole processes: the first `vaulttools ask` leaves a snapshot (written by a forked child once the
+    answer is out), the next ones read it and answer exactly as `--no-cache` does, a note changed since
+    included; `--no-cache` writes nothing."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "VAULTTOOLS_CACHE_DIR": str(cache)}
+
+    def ask(*extra: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "vaulttools.cli", "ask", "--json", "--vault", str(vault), *extra,
+                              "Que sait-il faire en Rust ?"], capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    uncached = ask("--no-cache")
+    assert not cache.exists()
+    assert ask() == uncached
+    deadline = time.monotonic() + 30
+    while not list(cache.glob("*/snapshot-*.bin")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    file = next(cache.glob("*/snapshot-*.bin"))
+    assert ask() == uncached
+    rust = next(vault.rglob("rust*.md"))
+    rust.write_text(rust.read_text(encoding="utf-8").replace("visibility: public", "visibility: private"), encoding="utf-8")
+    written = file.stat().st_mtime_ns
+    changed = ask()
+    assert changed == ask("--no-cache") and '"slug": "rust"' not in changed and '"slug": "rust"' in uncached
+    deadline = time.monotonic() + 30
+    while file.stat().st_mtime_ns == written and time.monotonic() < deadline:  # refreshed, then written back
+        time.sleep(0.05)
+    assert file.stat().st_mtime_ns != written

@@ -581,7 +581,7 @@ async def test_vault_folder_deleted_then_back_while_watching(vault: Path) -> Non
         # the folder comes back (a restore, a clone): picked up by itself, and watched again
         shutil.copytree(FIXTURE / "vault", vault)
         await wait_for(pilot, lambda: screen.missing is None and row(app, METEO) is not None, "the vault back")
-        assert "✗5 !2 in 2 notes" in plain(screen.query_one("#status-vault"))
+        assert "✗5 !2 in 2 of 6 notes" in plain(screen.query_one("#status-vault"))
         text = (vault / ROBOT).read_text(encoding="utf-8")
         (vault / ROBOT).write_text(text.replace("[[python]]", "[[nulle-part]]"), encoding="utf-8")
         await wait_for(pilot, lambda: "broken-link" in row(app, ROBOT).rules, "a save seen by the new watch")
@@ -601,7 +601,7 @@ async def test_lint_of_a_vanished_vault_folder_can_be_run_again(vault: Path) -> 
         assert not _notices(app, "already running") and not _notices(app, "internal error")
         shutil.copytree(FIXTURE / "vault", vault)
         await wait_for(pilot, lambda: screen.missing is None and not screen._lint_running, "the vault back")
-        assert "✗5 !2 in 2 notes" in plain(screen.query_one("#status-vault"))
+        assert "✗5 !2 in 2 of 6 notes" in plain(screen.query_one("#status-vault"))
 
 
 async def test_a_deleted_note_leaves_no_links_header(vault: Path) -> None:
@@ -620,7 +620,8 @@ async def test_a_deleted_note_leaves_no_links_header(vault: Path) -> None:
 
 
 async def test_counts_are_said_in_words(vault: Path) -> None:
-    """One warning in one note is "1 warning in 1 note", not "1 warnings in 1 notes"."""
+    """One warning in one note is "1 warning in 1 of 6 notes", not "1 warnings in 1 notes"; "of 6" says which
+    count it is (as `vaulttools lint` says "in 1 of 6 notes checked")."""
     (vault / METEO).write_text(
         '---\ntitle: "Station météo"\nslug: station-meteo\ntype: projet\nsource: manual\ndomains: [backend]\n'
         "tags: [python, iot]\naliases: [station météo, météo maison, capteurs météo]\nanswers:\n"
@@ -634,9 +635,9 @@ async def test_counts_are_said_in_words(vault: Path) -> None:
         screen = await ready(pilot)
         await pilot.press("l")
         await wait_for(pilot, lambda: _notices(app, "Full check"), "the full check")
-        assert _notices(app, "Full check")[0].startswith("Full check: 0 errors, 1 warning in 1 note (")
-        assert "✗ 0 errors · ! 1 warning in 1 note" in plain(screen.query_one("#health"))
-        assert " · !1 in 1 note" in plain(screen.query_one("#status-vault"))  # (no "✗0")
+        assert _notices(app, "Full check")[0].startswith("Full check: 0 errors, 1 warning in 1 of 6 notes (")
+        assert "✗ 0 errors · ! 1 warning in 1 of 6 notes" in plain(screen.query_one("#health"))
+        assert " · !1 in 1 of 6 notes" in plain(screen.query_one("#status-vault"))  # (no "✗0")
 
 
 async def test_status_bar_halves_do_not_run_together_when_narrow(vault: Path) -> None:
@@ -647,7 +648,7 @@ async def test_status_bar_halves_do_not_run_together_when_narrow(vault: Path) ->
         await pilot.pause()
         left, right = screen.query_one("#status-vault"), screen.query_one("#status-api")
         # the note count goes first (the tree says it too); the problems stay whole, on one line
-        assert plain(left) == " vault · ✗5 !2 in 2 notes"
+        assert plain(left) == " vault · ✗5 !2 in 2 of 6 notes"  # the notes with problems, of those checked
         assert len(plain(left)) <= left.size.width
         assert plain(right).startswith("API down") and right.region.x > left.region.x + len(plain(left))
         # narrower still: the end is cut, with "…", on the one line

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from vaulttools import __version__
 from vaulttools.commands import COMMANDS
-from vaulttools.commands._common import CliError
+from vaulttools.commands._common import CliError, write_pending_snapshots
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,9 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"vaulttools.commands.{name}")
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(getattr(module, "NAME", name), help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+        command.set_defaults(_run=module.run, _extra=getattr(module, "EXTRA", None))
     return parser
 
 
@@ -34,8 +34,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    extra = getattr(args, "_extra", None)
+    if extra is not None:
+        from vaulttools.extras import missing_extra
+
+        message = missing_extra(extra, f"vaulttools {args.command}")
+        if message is not None:
+            print(f"vaulttools {args.command}: error: {message}", file=sys.stderr)
+            return 2
     try:
-        return int(args._run(args) or 0)
+        try:
+            return int(args._run(args) or 0)
+        finally:
+            write_pending_snapshots()  # after the output: the command's own time is not spent on it
     except CliError as exc:
         print(f"vaulttools {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -239,6 +239,7 @@ class LiveVault:
         self._settle_tries: dict[str, int] = {}
         self._carry: set[str] = set()  # notes to re-lint with the next batch (relinked by an unsettled one)
         self._listeners: list[Callable[[LiveDelta], Any]] = []
+        self._snapshot: Any = None  # the grasbot.snapshot.Snapshot the vault came from, if any
         #: Things the user should know about this session (a rule left out, and why).
         self.notices: list[str] = list(notices)
         for path, note in vault.notes.items():
@@ -256,6 +257,7 @@ class LiveVault:
         config: Any = None,
         exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
         with_index: bool | None = True,
+        use_snapshot: bool = False,
     ) -> LiveVault:
         """Read and lint the whole vault. `taxonomy` is an explicit TAXONOMIE.md (else the usual search:
         `VAULT/TAXONOMIE.md`, then the folder above); `config` is the lint configuration (None: the vault's
@@ -264,11 +266,38 @@ class LiveVault:
         None chooses by size (up to INDEX_AUTO_LIMIT notes).
 
         Raises FileNotFoundError/NotADirectoryError for a missing vault folder, and whatever the taxonomy
-        loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages)."""
-        vault = Vault.load(root, exclude)
+        loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages).
+
+        `use_snapshot`: the vault and its index come from the persistent snapshot (grasbot/snapshot.py),
+        re-reading only the files changed since; `save_snapshot()` writes it back once watching is over."""
+        loaded = None
+        if use_snapshot:
+            from grasbot import snapshot
+
+            loaded = snapshot.load(root, exclude=exclude)
+            vault = loaded.vault
+        else:
+            vault = Vault.load(root, exclude)
         if taxonomy is not None:
             _read_taxonomy(_find_taxonomy(vault.root, taxonomy))  # asked for by name: TaxonomyError now
-        return cls.from_vault(vault, taxonomy=taxonomy, config=config, with_index=with_index)
+        wants_index = with_index if with_index is not None else len(vault.notes) <= INDEX_AUTO_LIMIT
+        index = loaded.index if loaded is not None and wants_index else None
+        live = cls.from_vault(vault, taxonomy=taxonomy, config=config, index=index, with_index=with_index)
+        live._snapshot = loaded
+        return live
+
+    def save_snapshot(self) -> None:
+        """Write the snapshot the vault came from back, if it changed (`load(use_snapshot=True)` only). Call
+        it once nothing applies changes any more (the watcher stopped): it holds the lock while it writes.
+        The file signatures it records are those taken before the load, so every file that changed since
+        is re-read next time, whether or not this live vault applied the change."""
+        loaded, self._snapshot = self._snapshot, None
+        if loaded is None:
+            return
+        from grasbot import snapshot
+
+        with self.lock:
+            snapshot.save(loaded)
 
     @classmethod
     def from_vault(

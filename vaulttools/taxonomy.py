@@ -52,6 +52,8 @@ The ``yaml vaulttools`` fence
         open: [tags]                       # unknown value = warning
         counts: {tags: [0, 6], domains: {min: 1, max: 4}}   # list lengths; null = no bound
         ranges: {priority: [1, 10]}        # integer ranges
+        filterable:                        # fields a question can filter on (grasbot/search/filters.py)
+          classe: {words: [classe, class, niveau], ordinal: true}   # « classe 10 », « 10e »
         ```
 
 Errors
@@ -94,7 +96,7 @@ ALWAYS_CLOSED: tuple[str, ...] = ("visibility",)
 SCALAR_FIELDS: tuple[str, ...] = (*STR_FIELDS, "priority", "updated")
 
 #: Keys a ``yaml vaulttools`` fence may hold.
-FENCE_KEYS: tuple[str, ...] = ("required", "values", "closed", "open", "counts", "ranges")
+FENCE_KEYS: tuple[str, ...] = ("required", "values", "closed", "open", "counts", "ranges", "filterable")
 
 
 class TaxonomyError(Exception):
@@ -155,6 +157,8 @@ class Taxonomy:
     counts: dict[str, Bounds]
     ranges: dict[str, Bounds]
     required: tuple[str, ...] = ()
+    #: field -> the fence's spec ({words: [...], ordinal: bool} or a list of words), for FilterConfig.parse
+    filterable: dict[str, Any] = field(default_factory=dict)
 
     def vocabulary(self, field: str) -> Vocabulary | None:
         return self.vocabularies.get(field)
@@ -754,6 +758,7 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
     counts: dict[str, Bounds] = {}
     ranges: dict[str, Bounds] = {}
     required: list[str] = []
+    filterable: dict[str, Any] = {}
     seen: dict[str, int] = {}
     known = set(LIST_FIELDS) | set(STR_FIELDS) | {s.field for s in sections if s.field}
     for section in sections:
@@ -812,14 +817,31 @@ def parse_taxonomy(text: str, path: str | Path = TAXONOMY_FILENAME) -> Taxonomy:
     for section in sections:
         for fence in section.fences:
             if _is_config_fence(fence.info):
-                _apply_fence(_FenceReader(path, section.heading or None, fence), vocabularies, counts, ranges, required)
+                reader = _FenceReader(path, section.heading or None, fence)
+                _apply_fence(reader, vocabularies, counts, ranges, required)
+                filterable.update(_filterable(reader))
     return Taxonomy(
         path=path,
         vocabularies=vocabularies,
         counts=counts,
         ranges=ranges,
         required=tuple(required),
+        filterable=filterable,
     )
+
+
+def _filterable(reader: _FenceReader) -> dict[str, Any]:
+    """The fence's `filterable:` mapping, checked with the engine's own parser (one reading of it)."""
+    from grasbot.search.filters import FilterConfig
+
+    spec = reader.load().get("filterable")
+    if spec is None:
+        return {}
+    try:
+        FilterConfig.parse(spec)
+    except ValueError as exc:
+        raise reader.error(f"`filterable`: {exc}") from None
+    return dict(spec)
 
 
 def _apply_fence(

@@ -7,6 +7,7 @@ and a long secondary note would push the main one out of the model's attention.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,3 +60,32 @@ def plan_context(
         else:
             planned.append(ContextNote(hit, body, False, len(body)))
     return planned
+
+
+_PAGE_LINK = re.compile(r"\[\[[^\]|]*\.pdf#page=\d+\|(p\. [^\]]*)\]\]", re.IGNORECASE)
+
+
+def plain_page_markers(text: str) -> str:
+    """Page markers of an imported book as the model should see them: ``[[b.pdf#page=46|p. 28]]`` ->
+    ``[p. 28]`` (the printed page to cite, not a link it would copy)."""
+    return _PAGE_LINK.sub(r"[\1]", text) if "#page=" in text else text
+
+
+def passage_label(note: Note, fields: Sequence[str] = ()) -> str:
+    """``[Classe 10 | § 13 | p. 27–28]``: the note's filterable `fields` (capitalised name and value), its
+    `section` and its printed `pages`, for any note that has them ("" for a note with none)."""
+    meta = note.meta if isinstance(note.meta, dict) else {}
+    parts: list[str] = []
+    for name in fields:
+        value = meta.get(name)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+            parts.append(f"{name[:1].upper()}{name[1:]} {value}")
+    section = meta.get("section")
+    if isinstance(section, (str, int)) and not isinstance(section, bool) and str(section).strip():
+        parts.append(f"§ {section}")
+    pages = meta.get("pages")
+    if isinstance(pages, list):
+        labels = [str(p) for p in pages if isinstance(p, (str, int)) and not isinstance(p, bool)]
+        if labels:
+            parts.append(f"p. {labels[0]}" if labels[0] == labels[-1] else f"p. {labels[0]}–{labels[-1]}")
+    return f"[{' | '.join(parts)}]" if parts else ""

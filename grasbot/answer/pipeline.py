@@ -81,6 +81,9 @@ class Retrieval:
     elapsed_ms: float = 0.0
     #: what later steps added, by step name (read-only; see `with_extra`)
     extras: Mapping[str, Any] = field(default_factory=lambda: _NO_EXTRAS)
+    #: the conversation's earlier questions, oldest first (a stage may read them: the filters keep the
+    #: class of « § 13 de la classe 10 » for « et le § 14 ? », grasbot/answer/filtering.py)
+    previous: tuple[str, ...] = ()
 
     @property
     def grounded(self) -> bool:
@@ -155,7 +158,7 @@ class RetrievalPipeline:
             retried = self.index.search(again, limits.top_k)
             if retried.grounded:
                 query, result, followup = again, retried, True
-        retrieval = Retrieval(question, query, result, (), followup, (), limits)
+        retrieval = Retrieval(question, query, result, (), followup, (), limits, previous=tuple(t.question for t in history))
         for stage in self.stages:
             retrieval = stage(retrieval)
         hits = tuple(servable_hits(retrieval.result.hits))

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from grasbot.answer.context import SECONDARY_KEEP_RATIO, SECONDARY_MAX_CHARS, ContextNote, plan_context
+from grasbot.answer.context import (
+    SECONDARY_KEEP_RATIO,
+    SECONDARY_MAX_CHARS,
+    ContextNote,
+    passage_label,
+    plain_page_markers,
+    plan_context,
+)
 from grasbot.answer.conversation import Turn
 from grasbot.answer.profile import Profile, shipped
 from grasbot.markdown.frontmatter import LineIndex
@@ -184,12 +191,15 @@ def profile_prompts(profile: Profile | None, system: str | None = None, unground
     return (system if system is not None else base_system, ungrounded if ungrounded is not None else base_ungrounded)
 
 
-def _note_header(rank: int, item: ContextNote, hidden: Collection[str]) -> str:
+def _note_header(rank: int, item: ContextNote, hidden: Collection[str], label_fields: Sequence[str] = ()) -> str:
     note = item.hit.note
     parts = [f"type : {note.type or 'non précisé'}"]
     if note.updated:
         parts.append(f"mis à jour : {note.updated.isoformat()}")
-    header = f"### {rank}. [{item.hit.id}] {redact_hidden_links(note.title, hidden, note.path)} ({', '.join(parts)})"
+    # a passage of a book says where it is: [Classe 10 | § 13 | p. 27–28] (docs/pdf-import.md)
+    label = passage_label(note, label_fields)
+    title = redact_hidden_links(note.title, hidden, note.path) + (f" {label}" if label else "")
+    header = f"### {rank}. [{item.hit.id}] {title} ({', '.join(parts)})"
     if item.truncated:
         header += f"\n(note tronquée : seuls les {len(item.text)} premiers caractères sur {item.full_length} sont fournis)"
     return header
@@ -207,13 +217,15 @@ def build_prompt(
     ungrounded: str | None = None,
     profile: Profile | None = None,
     context: Sequence[ContextNote] | None = None,
+    label_fields: Sequence[str] = (),
 ) -> Prompt:
     """The prompt for `question` given the retrieval `result` and the session's remembered turns.
 
     `hidden` are the notes that must not be mentioned: `hidden_links(vault)` (links cut by resolution), or
     their names (`hidden_names`: links cut by name). `context`: the notes as the retrieval pipeline planned
     them (`grasbot.answer.pipeline.Retrieval.context`, planned with the same limits and `hidden`); planned
-    here when not given.
+    here when not given. `label_fields`: the fields shown in each passage's label beside its section and
+    pages (the filterable ones, `classe`).
 
     The system prompt and the ungrounded instructions are `profile`'s (grasbot/answer/profile.py; default
     the shipped `site` one); `system` and `ungrounded`, when given, replace them (the service passes the
@@ -233,8 +245,8 @@ def build_prompt(
     )
     blocks = [GROUNDED_INTRO, ""]
     for rank, item in enumerate(planned, start=1):
-        blocks.append(_note_header(rank, item, hidden))
-        blocks.append(item.text if item.text else "(note sans contenu)")
+        blocks.append(_note_header(rank, item, hidden, label_fields))
+        blocks.append(plain_page_markers(item.text) if item.text else "(note sans contenu)")
         blocks.append("")
     truncated = tuple(
         TruncatedNote(c.hit.id, c.hit.score, c.full_length, len(c.text)) for c in planned if c.truncated

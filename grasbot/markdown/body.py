@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["code_masked", "has_comment", "mask_code", "without_comments"]
+__all__ = ["code_masked", "comment_spans", "has_comment", "mask_code", "without_comments"]
 
 # (written "```*" and not "`{3,}": only a plain literal prefix gets the fast scan)
 _BACKTICK_FENCE_RE = re.compile(r"(````*)([^\n]*)")
@@ -122,6 +122,15 @@ def without_comments(body: str) -> str:
 # search goes on from the next run. (tests/test_links.py checks it against the run-by-run loop it replaces.)
 # (the first backtick comes first, its look-behind after it, so that `re` can scan for it quickly)
 _INLINE_CODE_RE = re.compile(r"(`(?<!``)`*+)(?:[^`\n]++|\n(?!\n)|(?!\1(?!`))`++)*?(?<!`)\1(?!`)")
+
+
+def comment_spans(body: str) -> list[tuple[int, int]]:
+    """(start, end) offsets in `body` of every comment (`%% … %%` or `<!-- … -->`, delimiters included) that
+    is not inside code: what Obsidian hides. Lint reads its `%% vaulttools-ignore %%` directives from them."""
+    if not has_comment(body):
+        return []
+    masked = code_masked(body)
+    return [m.span() for m in _COMMENT_RE.finditer(masked)] if has_comment(masked) else []
 
 
 def _blank_match(m: re.Match[str]) -> str:

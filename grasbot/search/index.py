@@ -894,6 +894,14 @@ class SearchIndex:
         live.sort(key=self._rank.__getitem__)
         return [self._docs[s].id for s in live]  # type: ignore[union-attr]
 
+    def notes(self) -> list[Note]:
+        """The candidate notes (public, readable), in id order: what a filter may restrict retrieval to
+        (grasbot/search/filters.py), never a note the index would not return."""
+        self._refresh()
+        live = [s for s, d in enumerate(self._docs) if d is not None]
+        live.sort(key=self._rank.__getitem__)
+        return [self._docs[s].note for s in live]  # type: ignore[union-attr]
+
     def _rebuild(self, vault: IndexedVault) -> None:
         # Building allocates many small objects and frees few: the cyclic GC would rescan the vault's
         # large heap again and again for nothing (superlinear on 50k notes).

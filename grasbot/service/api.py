@@ -66,8 +66,12 @@ from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipelin
 from grasbot.answer.profile import Profile, ProfileError, load_profile
 from grasbot.service.prompts import PromptSource, SystemPrompt
 from grasbot.answer.prompt import build_prompt, hidden_links, is_servable, redact_hidden_links
+from grasbot.answer.filtering import FilterStage, filters_of
+from grasbot.answer.plaintext import markdown_to_text
+from grasbot.search.filters import FilterConfig
 from grasbot.search.index import Hit, SearchConfig, SearchIndex, SearchResult
 from grasbot.text import loose_name_key
+from grasbot import snapshot as engine_snapshot
 from grasbot.vault import Vault
 
 log = logging.getLogger("grasbot.service.api")
@@ -186,9 +190,15 @@ def load_snapshot(
     root: Path, config: SearchConfig, version: int, privacy: PrivacyPolicy | None = None
 ) -> VaultSnapshot:
     """Read the vault at `root` and index it. Runs in a worker thread; raises OSError for a bad root.
-    `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`."""
-    vault = Vault.load(root, privacy=privacy)
-    index = SearchIndex.build(vault, config)
+    `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`.
+
+    Through the persistent snapshot (grasbot/snapshot.py): a start or a reload re-reads only the notes whose
+    bytes changed, every note's digest checked (`verify`: a note made private is seen even if its file kept
+    its size and mtime). The refreshed snapshot is written back in a thread of its own; a vault folder the
+    service cannot write to (mounted read-only, without VAULTTOOLS_CACHE_DIR) only costs the fast start."""
+    loaded = engine_snapshot.load(root, config, verify=True, privacy=privacy)
+    vault, index = loaded.vault, loaded.index
+    threading.Thread(target=engine_snapshot.save, args=(loaded,), name="grasbot-snapshot-writer").start()
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
@@ -236,7 +246,7 @@ def source_url(note_type: str | None, slug: str) -> str | None:
 
 
 def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
-    return {
+    view = {
         "slug": hit.id,
         "title": redact_hidden_links(hit.note.title, hidden, hit.note.path),  # (a title may hold a link, as a body does)
         "type": hit.note.type,
@@ -244,6 +254,24 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
         "reasons": list(hit.reasons),
         "url": source_url(hit.note.type, hit.id),
     }
+    view.update(page_fields(hit.note))
+    return view
+
+
+def page_fields(note: Note) -> dict[str, Any]:
+    """`pages`, `pdf_pages` and `page_link` (``book.pdf#page=46``, its first page) of a note imported from a
+    PDF (docs/pdf-import.md); nothing for other notes."""
+    meta = note.meta if isinstance(note.meta, dict) else {}
+    pages, pdf_pages, source = meta.get("pages"), meta.get("pdf_pages"), meta.get("source")
+    if not isinstance(pages, list) or not isinstance(pdf_pages, list):
+        return {}
+    out: dict[str, Any] = {
+        "pages": [str(p) for p in pages if isinstance(p, (str, int)) and not isinstance(p, bool)],
+        "pdf_pages": [p for p in pdf_pages if isinstance(p, int) and not isinstance(p, bool)],
+    }
+    if isinstance(source, str) and source.startswith("pdf/") and out["pdf_pages"]:
+        out["page_link"] = f"{source[4:]}#page={out['pdf_pages'][0]}"
+    return out
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
@@ -296,6 +324,7 @@ class Service:
         self.settings = settings
         self.vault_dir = vault_dir
         self.search_config = SearchConfig(top_k=settings.search_top_k, min_score=settings.search_min_score)
+        self.filter_config = FilterConfig.parse(settings.filter_fields)
         # Workers of one deployment serve the same vault folder: a reload in one is announced in a stamp
         # file (in the private state folder, grasbot/service/state.py), and the other workers catch up
         # before their next answer. The stamp is read before the vault, so a reload announced while this
@@ -303,7 +332,9 @@ class Service:
         # every worker.
         self.state_dir = private_dir(settings.state_dir)
         self.stamp_path = reload_stamp_path(vault_dir, self.state_dir)
-        self.sessions = SessionIds(session_key(self.state_dir))
+        # Replicas on several machines share GRASBOT_SESSION_KEY (docs/deploy.md); the workers of one
+        # machine share the key of the state folder.
+        self.sessions = SessionIds(settings.session_key.encode() if settings.session_key else session_key(self.state_dir))
         # With Redis (several machines or containers, docs/deploy.md), memory, reload announcements and
         # admission limits are shared through it; without, they live in this process and the stamp file.
         limits = LimitsConfig(
@@ -467,7 +498,15 @@ class Service:
             # (if it could not be announced, what is announced now is what this worker has seen)
             stamp = written if written is not None else await self._announced_stamp()
         else:
-            version = stamp_version(stamp) or old.version + 1
+            version = stamp_version(stamp) or 0
+            if version <= old.version:
+                # This replica is ahead of what is announced: it reloaded while the announcement could not
+                # go out (Redis down), or Redis lost its counter. Its own next version is announced, so that
+                # every replica converges on one number: memory's floor (the oldest version whose answers
+                # may be kept) compares versions tagged by different replicas, and a replica whose numbers
+                # ran ahead would have answers from before a removing reload pass that floor.
+                written, version = await self.announcer.announce(old.version + 1)
+                stamp = written if written is not None else stamp
         # Versions only go up in a worker: conversation memory tells answers from before a reload by them.
         new = dataclasses.replace(new, version=max(version, old.version + 1))
         await self._reload_profile()
@@ -553,14 +592,18 @@ class Service:
         """The one retrieval pipeline (grasbot/answer/pipeline.py), with this service's limits."""
         s = self.settings
         limits = RetrievalLimits(s.search_top_k, s.search_secondary_keep_ratio, s.search_secondary_max_chars)
-        return RetrievalPipeline(snap.index, limits, hidden=snap.hidden).retrieve(question, history)
+        # the question's filters: « § 13 de la classe 10 », then « et le § 14 ? » (docs/pdf-import.md)
+        stages = (FilterStage(snap.index, self.filter_config),)
+        return RetrievalPipeline(snap.index, limits, hidden=snap.hidden, stages=stages).retrieve(question, history)
 
     def _base_body(
-        self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, session_id: str
+        self, snap: VaultSnapshot, sources: list[dict[str, Any]], grounded: bool, trace_id: str, session_id: str,
+        filters: dict[str, Any],
     ) -> dict[str, Any]:
         return {
             "sources": sources,
             "grounded": grounded,
+            "filters": filters,
             "model": self.settings.llm_model,
             "vault_size": snap.size,
             "trace_id": trace_id,
@@ -609,7 +652,7 @@ class Service:
             trace.add_tags(["grounded" if grounded else "ungrounded"] + ([] if hits else ["vault-miss"]))
             trace.score("grounded", 1.0 if grounded else 0.0, "BOOLEAN")
             trace.score("retrieval_relevance", retrieval_relevance(hits[0].score if hits else 0.0), "NUMERIC")
-            base = self._base_body(snap, sources, grounded, trace.trace_id, session_id)
+            base = self._base_body(snap, sources, grounded, trace.trace_id, session_id, filters_of(retrieval) if grounded else {})
             if emit is not None:
                 await emit("sources", base)
 
@@ -623,6 +666,7 @@ class Service:
                     keep_ratio=s.search_secondary_keep_ratio,
                     max_chars=s.search_secondary_max_chars,
                     hidden=snap.hidden,
+                    label_fields=tuple(spec.name for spec in self.filter_config.fields),
                     context=retrieval.context,
                     profile=profile,
                     system=system.text,
@@ -895,6 +939,11 @@ async def _log_start(service: Service, root: Path) -> None:
         log.warning(
             "POST /reload-vault is open: GRASBOT_RELOAD_TOKEN is not set, so anyone who can reach this server "
             "can make it re-read the vault; set GRASBOT_RELOAD_TOKEN (docs/service.md)"
+        )
+    if s.redis_url is not None and s.session_key is None:
+        log.warning(
+            "GRASBOT_REDIS_URL is set but GRASBOT_SESSION_KEY is not: a follow-up answered by another replica "
+            "keeps its conversation only if every replica shares this GRASBOT_STATE_DIR (docs/deploy.md)"
         )
     _log_profile(service)
     probe = await service.llm.probe() if service.llm is not None else {"reachable": False}
@@ -1196,6 +1245,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         q: str = Query("", description="the visitor's question"),
         session_id: str | None = Query(None, description="anonymous conversation id (memory of the last turns)"),
         user_id: str | None = Query(None, description="anonymous visitor id (tracing only)"),
+        format: Literal["markdown", "text"] = Query("markdown", description="`text`: the answer without Markdown marks"),
     ) -> Response:
         refusal = origin_refusal(request, settings.cors_origins)
         if refusal is not None:
@@ -1216,7 +1266,10 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         if task.cancelled() or not task.done():  # the client is gone: nobody reads this response
             return Response(status_code=499)
         result = task.result()
-        return JSONResponse(result.body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
+        body = result.body
+        if format == "text" and isinstance(body.get("response"), str):
+            body = {**body, "response": markdown_to_text(body["response"])}
+        return JSONResponse(body, status_code=result.status, headers={"Server-Timing": result.server_timing()})
 
     @app.get(
         "/ask/stream",

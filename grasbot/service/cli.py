@@ -212,7 +212,18 @@ def open_reload_refusal(host: str, token_set: bool, allowed: bool) -> str | None
     )
 
 
+#: What `grasbot serve` imports, from the `serve` extra (pyproject.toml): checked first, for a clear message.
+SERVE_MODULES = ("fastapi", "starlette", "pydantic", "uvicorn", "h11", "anyio", "ollama", "langfuse", "opentelemetry",
+                 "dotenv", "fastapi_offline", "sse_starlette", "platformdirs")
+
+
 def serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    missing = [name for name in SERVE_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return _fail(f"`grasbot serve` needs the `serve` extra, which is not installed (missing: {', '.join(missing)}): "
+                     "pip install 'grasbot-vaulttools[serve]' (or, from a clone, pip install -e '.[serve]')")
     import uvicorn
 
     from grasbot.service.settings import ConfigError, Settings

@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     allow_open_reload: bool = _setting("GRASBOT_ALLOW_OPEN_RELOAD", False, "let `grasbot serve` bind a non-loopback address while POST /reload-vault needs no token")
     # several replicas and admission (docs/deploy.md)
     redis_url: str | None = _setting("GRASBOT_REDIS_URL", None, "Redis (or Valkey) shared by every replica: conversation memory, reload announcements, limits (default: unset, in this process)", secret=True)
+    # replicas that share no folder must share it, or a follow-up sent to another replica than the first
+    # starts a new conversation (docs/deploy.md); unset: the key made once in the state folder
+    session_key: str | None = _setting("GRASBOT_SESSION_KEY", None, "the secret, 32 characters at least, that signs session ids, the same on every replica (default: a key made in GRASBOT_STATE_DIR); make one with: python3 -c 'import secrets; print(secrets.token_hex(32))'", secret=True, min_length=32)
     rate_limit: int = _setting("GRASBOT_RATE_LIMIT", 30, "questions per minute per visitor address, 429 above (0: no limit)", ge=0, le=1_000_000)
     rate_burst: int = _setting("GRASBOT_RATE_BURST", 10, "questions a visitor may send at once above the steady rate", ge=1, le=1_000_000)
     max_generations: int = _setting("GRASBOT_MAX_GENERATIONS", 8, "answers generated at once, over every replica with Redis; 429 above (0: no cap)", ge=0, le=100_000)
@@ -174,6 +177,20 @@ class Settings(BaseSettings):
     prompt_name: str | None = _setting("GRASBOT_PROMPT_NAME", None, "take the system prompt from Langfuse Prompts under this name (default: unset, the profile's own)")
     prompt_label: str = _setting("GRASBOT_PROMPT_LABEL", "production", "the label of the Langfuse prompt version to use")
     prompt_cache_seconds: int = _setting("GRASBOT_PROMPT_CACHE_SECONDS", 60, "a fetched prompt is used this long, then refreshed in the background (0: fetched for every answer)", ge=0, le=86_400)
+
+    # the question's filters beside §/chapter/page (grasbot/search/filters.py, docs/pdf-import.md)
+    filter_fields: str = _setting("GRASBOT_FILTER_FIELDS", "", "note fields a question can filter on: `field:word|word` separated by `;`, `+` for an ordinal field, e.g. `classe:classe|class|niveau+` (« classe 10 », « 10e »); default: none")
+
+    @field_validator("filter_fields", mode="after")
+    @classmethod
+    def _filter_spec(cls, value: str) -> str:
+        from grasbot.search.filters import FilterConfig
+
+        try:
+            FilterConfig.parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (write e.g. classe:classe|class|niveau+)") from None
+        return value
 
     @field_validator("llm_backend", mode="before")
     @classmethod
@@ -294,6 +311,7 @@ class Settings(BaseSettings):
         view["llm_url"] = redact_url(self.llm_url)
         view["llm_api_key_set"] = self.llm_api_key is not None
         view["reload_token_set"] = self.reload_token is not None
+        view["session_key_set"] = self.session_key is not None
         view["langfuse_enabled"] = self.langfuse_enabled
         return view
 

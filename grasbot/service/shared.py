@@ -354,6 +354,7 @@ class RedisAnnouncer:
                 pubsub = self.client.pubsub()
                 try:
                     await pubsub.subscribe(self.channel)
+                    self.health.ok()  # (listening again after Redis came back)
                     delay = 0.2
                     while True:
                         message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)

@@ -2,4 +2,4 @@
 `run(args) -> int`; heavy imports (Textual, watchdog, httpx) stay inside `run` so `--help` is instant."""
 
 #: Sub-command modules, in the order `vaulttools --help` lists them.
-COMMANDS: tuple[str, ...] = ("lint", "ask", "eval", "new", "watch", "tui", "reload")
+COMMANDS: tuple[str, ...] = ("lint", "ask", "eval", "new", "watch", "tui", "reload", "import_pdf")

@@ -6,7 +6,14 @@ import argparse
 import json
 import sys
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import (
+    CliError,
+    add_cache_argument,
+    add_vault_arguments,
+    load_pipeline,
+    split_vault_positional,
+    vault_path,
+)
 
 NAME = "ask"
 HELP = "show which notes GrasBot would retrieve for a question, and why"
@@ -14,25 +21,39 @@ HELP = "show which notes GrasBot would retrieve for a question, and why"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--top-k", type=int, default=5, metavar="N", help="number of notes to show (default: 5)")
     parser.add_argument("--json", action="store_true", help="print JSON (docs/architecture.md) instead of a table")
-    parser.add_argument("question", nargs="+", metavar="QUESTION", help="the visitor's question")
+    parser.add_argument("question", nargs="+", metavar="[PATH] QUESTION",
+                        help="the visitor's question; a first word that is an existing folder, followed by more, "
+                             "is the vault (vaulttools ask vault \"Rust ?\")")
+
+
+def _page_fields(note: object) -> dict[str, object]:
+    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
+    meta = getattr(note, "meta", None) or {}
+    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
 
 
 def run(args: argparse.Namespace) -> int:
-    question = " ".join(args.question).strip()
+    given, words = (None, args.question) if args.vault else split_vault_positional(args.question, 1)
+    question = " ".join(words).strip()
     if not question:
         raise CliError("empty question: pass the question to ask, e.g. vaulttools ask \"C'est quoi push_swap ?\"")
     if args.top_k < 1:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
-    root = vault_path(args)
+    root = vault_path(args, given)
 
-    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k).retrieve(question)
+    from grasbot.answer.filtering import filters_of
+
+    retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
+    filters = filters_of(retrieval)
 
     if args.json:
         payload = {
             "query": retrieval.result.query,
             "grounded": retrieval.grounded,
+            "filters": filters,
             "results": [
                 {
                     "slug": hit.id,
@@ -43,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
+                    **_page_fields(hit.note),
                 }
                 for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],
@@ -51,33 +73,26 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
-    from rich.table import Table
+    from vaulttools.tables import Column, console as make_console, print_table
 
-    console = Console()
+    console = make_console()
+    if filters:
+        applied = ", ".join(f"{k}={v}" for k, v in filters["applied"].items()) or "none"
+        relaxed = f" (relaxed: {', '.join(filters['relaxed'])}, nothing matched them all)" if filters["relaxed"] else ""
+        console.print(f"filters: {applied}{relaxed}", markup=False)
     if not retrieval.hits:
         console.print(f"[bold]{question}[/bold]")
         console.print("No note matches this question. [yellow]grounded: no[/yellow] (the bot answers without notes)")
         return 0
-    table = Table(title=question, title_justify="left", show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("slug", style="bold cyan", overflow="fold")
-    table.add_column("title", overflow="fold")
-    table.add_column("type")
-    table.add_column("score", justify="right")
-    table.add_column("prompt")
-    table.add_column("reasons", overflow="fold")
-    for rank, (hit, context) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1):
-        table.add_row(
-            str(rank),
-            hit.id,
-            hit.note.title,
-            hit.note.type or "-",
-            f"{hit.score:.2f}",
-            "cut" if context.truncated else "whole",
-            ", ".join(hit.reasons),
-        )
-    console.print(table)
+    columns = [Column("#", justify="right"), Column("slug", style="bold cyan", overflow="fold"),
+               Column("title", overflow="fold"), Column("type"), Column("score", justify="right"), Column("prompt"),
+               Column("reasons", overflow="fold")]
+    rows = [
+        [str(rank), hit.id, hit.note.title, hit.note.type or "-", f"{hit.score:.2f}",
+         "cut" if context.truncated else "whole", ", ".join(hit.reasons)]
+        for rank, (hit, context) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1)
+    ]
+    print_table(console, columns, rows, title=question)
     verdict = (
         "[green]grounded: yes[/green] (the notes above are credible sources)"
         if retrieval.grounded

@@ -8,7 +8,14 @@ import json
 import sys
 from typing import Any
 
-from vaulttools.commands._common import CliError, add_vault_arguments, load_pipeline, vault_path
+from vaulttools.commands._common import (
+    CliError,
+    add_cache_argument,
+    add_vault_arguments,
+    load_pipeline,
+    split_vault_positional,
+    vault_path,
+)
 
 NAME = "eval"
 HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-topic rejection)"
@@ -16,10 +23,12 @@ HELP = "measure retrieval on a question set (hit@1, hit@5, recall@5, MRR, off-to
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_vault_arguments(parser, positional=False)
+    add_cache_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
     parser.add_argument(
-        "file", metavar="FILE.yaml", nargs="?",
-        help="the question set (items: id, q, expect, grounded, kind); with --export-dataset, the items to export",
+        "files", metavar="[PATH] FILE.yaml", nargs="*",
+        help="the question set (items: id, q, expect, grounded, kind), after the vault folder if given; with "
+             "--export-dataset, the items to export",
     )  # fmt: skip
     add_langfuse_arguments(parser)
 
@@ -38,6 +47,12 @@ def add_langfuse_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from vaulttools.evaluation import QuestionSetError, evaluate, load_questions, unknown_expectations
 
+    given, rest = (None, args.files) if args.vault else split_vault_positional(args.files, 1)
+    if len(rest) > 1:
+        raise CliError("give one question set: vaulttools eval [PATH] FILE.yaml")
+    args.file = rest[0] if rest else None
+    if given is not None:
+        args.vault = given  # (what every later `vault_path(args)` reads)
     if args.langfuse_dataset or args.export_dataset:
         from vaulttools.langfuse_datasets import run_langfuse
 
@@ -48,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
         questions = load_questions(args.file)
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
-    root = vault_path(args)
+    root = vault_path(args, given)
 
-    pipeline = load_pipeline(root, "nothing to evaluate")
+    pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache)
     index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
@@ -74,15 +89,13 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
         sys.stdout.write("\n")
         return 0
 
-    from rich.console import Console
-    from rich.table import Table
+    from vaulttools.tables import Column, console as make_console, print_table
 
-    console = Console()
+    console = make_console()
     console.print(f"[bold]{label}[/bold] on {root}: {summary['items']} questions, {notes} public notes")
-    table = Table(show_header=True)
-    table.add_column("set")
-    for name in ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded"):
-        table.add_column(name, justify="right")
+    columns = [Column("set")] + [Column(name, justify="right") for name in
+                                 ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
+    table_rows: list[list[str]] = []
 
     def row(label: str, m: dict) -> list[str]:
         def fmt(value: object) -> str:
@@ -99,10 +112,10 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
             fmt(m["ontopic_grounded"]),
         ]
 
-    table.add_row(*row("all", summary))
+    table_rows.append(row("all", summary))
     for kind, metrics in summary.get("by_kind", {}).items():
-        table.add_row(*row(f"kind: {kind}", metrics))
-    console.print(table)
+        table_rows.append(row(f"kind: {kind}", metrics))
+    print_table(console, columns, table_rows)
     console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
     misses = [
         item

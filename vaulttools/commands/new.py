@@ -20,8 +20,11 @@ HELP = "create a note from its type's template (projet, competence, parcours, mo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("type", metavar="TYPE", help="projet, competence, parcours, moc or technique")
+    parser.usage = "vaulttools new [-h] [PATH] TYPE TITLE [--vault PATH] [--slug SLUG] [--domain D] [--tag T] [--taxonomy FILE]"
+    parser.add_argument("type", metavar="TYPE", help="projet, competence, parcours, moc or technique "
+                        "(after the vault folder PATH, if given)")
     parser.add_argument("title", metavar="TITLE", help="the note's title (the slug and file name come from it)")
+    parser.add_argument("extra", nargs="?", help=argparse.SUPPRESS)  # TITLE when PATH comes first
     add_vault_arguments(parser, positional=False)
     parser.add_argument("--slug", metavar="SLUG", help="use this slug instead of the one made from the title")
     parser.add_argument(
@@ -35,11 +38,17 @@ def run(args: argparse.Namespace) -> int:
     from vaulttools.authoring import AuthoringError, create_note, normalize_type
     from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
 
+    given = None
+    if args.extra is not None:  # `new PATH TYPE TITLE`: the first is the vault
+        if args.vault or not Path(args.type).expanduser().is_dir():
+            raise CliError(f"too many arguments: `{args.extra}` (vaulttools new [PATH] TYPE TITLE; "
+                           "PATH must be an existing folder)")
+        given, args.type, args.title = args.type, args.title, args.extra
     try:
         note_type = normalize_type(args.type)
     except AuthoringError as exc:
         raise CliError(str(exc)) from None
-    vault = vault_path(args)
+    vault = vault_path(args, given)
 
     explicit = Path(args.taxonomy).expanduser() if args.taxonomy else None
     taxonomy = None

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, vault_path
 from vaulttools.commands.reload import add_api_arguments, api_token, api_url
 
 NAME = "tui"
+#: The install extra this command needs (vaulttools.extras).
+EXTRA = "tui"
 HELP = "open the terminal UI: vault health, a note's problems, and a live retrieval preview"
 
 
@@ -22,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_api_arguments(parser)
     parser.add_argument("--taxonomy", metavar="F", help="the TAXONOMIE.md to check against (default: VAULT/, then ../)")
     parser.add_argument("--no-watch", action="store_true", help="do not watch the vault for changes")
+    add_cache_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from vaulttools.tui.app import VaultApp
 
-    app = VaultApp(root, taxonomy=taxonomy, api=api, token=api_token(args), watch=not args.no_watch)
+    app = VaultApp(root, taxonomy=taxonomy, api=api, token=api_token(args), watch=not args.no_watch,
+                   use_cache=not args.no_cache)
     app.run()
     return 0

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from vaulttools.commands._common import CliError, add_vault_arguments, vault_path
+from vaulttools.commands._common import CliError, add_cache_argument, add_vault_arguments, vault_path
 from vaulttools.commands.reload import add_api_arguments, api_token, api_url
 from vaulttools.words import count
 
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from vaulttools.watcher import WatchBatch
 
 NAME = "watch"
+#: The install extra this command needs (vaulttools.extras).
+EXTRA = "watch"
 HELP = "re-check notes as they are saved and push POST /reload-vault to the GrasBot API after each change"
 
 #: Per burst and per kind of line, how many lines are printed before "... and N more" (a `git checkout`
@@ -91,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--poll", action="store_true", help="poll the folder instead of using OS events (network drives, WSL)"
     )
+    add_cache_argument(parser)
 
 
 # -- output --------------------------------------------------------------------------------------------
@@ -433,7 +436,7 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
             raise CliError(str(exc)) from None
         started = time.perf_counter()
         try:
-            live = LiveVault.load(root, taxonomy=args.taxonomy, with_index=None)
+            live = LiveVault.load(root, taxonomy=args.taxonomy, with_index=None, use_snapshot=not getattr(args, "no_cache", False))
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise CliError(str(exc)) from None
         except TaxonomyError as exc:
@@ -457,6 +460,8 @@ def run(args: argparse.Namespace, stop: threading.Event | None = None, stream: I
         watcher.stop(timeout=2.0)
         if pusher is not None:
             pusher.close(timeout=1.0)
+        if state["live"] is not None:
+            state["live"].save_snapshot()  # (the watcher has stopped: nothing changes the vault any more)
     reporter.stop(reason[0], stats, state["live"])
     return 1 if reason[0] == "vault folder gone" else 0
 

@@ -90,7 +90,7 @@ _SEVERITY = {s.value: s for s in Severity}
 
 #: Rules whose findings depend on other notes (the rest depend on the note, the taxonomy and the day only).
 CROSS_NOTE_RULES = frozenset({"slug-duplicate", "alias-duplicate", "broken-link", "broken-anchor", "ambiguous-link",
-                              "private-link", "answer-not-retrieved"})
+                              "private-link", "answer-not-retrieved", "section-duplicate"})
 
 
 def _decode(path: str, row: tuple) -> Diagnostic:
@@ -103,7 +103,8 @@ def exports(note: Note) -> tuple:
     """What other notes' findings depend on: if this is unchanged, their findings are too.
 
     (headings, block ids, slug, aliases as the engine reads them, their folded forms, raw visibility,
-    is_private)."""
+    is_private, and for a note imported from a PDF its (book, section, type), which `section-duplicate`
+    compares across notes)."""
     from vaulttools.lint.rules.slugs import alias_strings, alias_keys
 
     meta = note.meta if isinstance(note.meta, dict) else {}
@@ -118,7 +119,15 @@ def exports(note: Note) -> tuple:
         alias_keys(aliases),
         visibility if isinstance(visibility, str) else (None if visibility is None else repr(visibility)),
         note.is_private,
+        _book_key(meta),
     )
+
+
+def _book_key(meta: dict) -> tuple | None:
+    book = meta.get("book")
+    if not isinstance(book, str) or not book.strip():
+        return None
+    return (book, repr(meta.get("section")), repr(meta.get("type")))
 
 
 def _walk(root: Path) -> dict[str, tuple[int, int, int]]:
@@ -295,7 +304,7 @@ def _name_index(notes, files) -> tuple[dict[str, list[str]], dict[str, list[str]
 
 
 def _stand_in(path: str, ex: tuple) -> Note:
-    headings, blocks, slug, aliases, _keys, visibility, _private = ex
+    headings, blocks, slug, aliases, _keys, visibility, _private, _book = ex
     meta: dict[str, Any] = {}
     if slug is not None:
         meta["slug"] = slug
@@ -430,9 +439,13 @@ class LintCache:
     # -- note-local findings (used by lint_vault) --------------------------------------------------------
     def get(self, note: Note) -> list[Diagnostic] | None:
         """The note-local findings of `note` from the last run, if its content is the same."""
+        from vaulttools.lint.suppression import has_directive
+
         try:
             entry = self.snapshot["notes"].get(note.path) if self.snapshot else None
-            if entry is None or entry[0] != note.digest or not note.digest:
+            # a note with `%% vaulttools-ignore %%` comments is checked again: its stored findings are those
+            # left after its comments silenced some, and which comment silences something is decided anew
+            if entry is None or entry[0] != note.digest or not note.digest or has_directive(note):
                 self.misses += 1
                 return None
             rows = marshal.loads(entry[2]) if entry[3] or entry[4] else ()
@@ -560,8 +573,9 @@ class LintCache:
             totals = Totals.of(result)
         else:
             errors, warnings, fixable = self._totals()
+            noted = sum(1 for entry in snap["notes"].values() if entry[3] or entry[4])
             totals = Totals(self.root.resolve(), snap["linted"], Path(snap["taxonomy"]) if snap["taxonomy"] else None,
-                            tuple(snap["notices"]), errors, warnings, fixable)
+                            tuple(snap["notices"]), errors, warnings, fixable, noted)
         return assemble_bytes(fmt, totals, parts.values())
 
     def _parts(self, fmt: str, prefix: str, result: Any) -> dict[str, bytes] | None:
@@ -616,8 +630,12 @@ class LintCache:
                 old_stats[rel] = sig  # touched, not changed
                 self._changed(stats=rel)
                 continue
-            if exports(note) != marshal.loads(entry[1]):
+            mine = exports(note)
+            if mine != marshal.loads(entry[1]):
                 return False
+            if mine[7] is not None:
+                return False  # an imported book's note: section-duplicate compares it with the others
+
             changed[rel] = note
         if changed and snap["answers_checked"]:
             return False  # answer-not-retrieved depends on the whole index: a full run
@@ -635,7 +653,9 @@ class LintCache:
     def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
         from vaulttools.lint.engine import is_kept, check_one_note
         from vaulttools.lint.rules import LintContext, links, slugs
+        from vaulttools.lint.registry import RULE_NAMES
         from vaulttools.lint.rules.frontmatter import suppressed_rules
+        from vaulttools.lint.suppression import apply_inline
 
         snap = self.snapshot
         assert snap is not None
@@ -648,7 +668,10 @@ class LintCache:
             found = check_one_note(note, ctx)
             found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
             suppressed = suppressed_rules(note)
-            kept = sorted((d for d in found if is_kept(d, config, suppressed)), key=lambda d: d.sort_key)
+            kept = [d for d in found if is_kept(d, config, suppressed)]
+            kept = apply_inline(kept, {path: note}.get, (path,), config.enabled, suppressed_rules, RULE_NAMES,
+                                ctx.severity, ("answer-not-retrieved",))
+            kept.sort(key=lambda d: d.sort_key)
             entry = snap["notes"][path]
             snap["notes"][path] = _entry(note.digest, entry[1], kept)
             self._changed(note=path)

@@ -15,6 +15,8 @@ Keys (all optional)::
     answer-top-k = 3                             # rank a note must reach for its own answers
     answer-check-limit = 2000                    # above this many questions in the vault, answer-not-retrieved
                                                  # runs only when selected explicitly (one search per question)
+    baseline = "lint-baseline.json"              # the default `--baseline` (relative to this file's folder;
+                                                 # see vaulttools.lint.baseline)
     [tool.vaulttools.lint.severity]
     alias-duplicate = "error"                    # "error", "warning" or "off"
 
@@ -37,7 +39,7 @@ from vaulttools.lint.registry import RULE_NAMES
 
 __all__ = ["LintConfig", "ConfigError", "load_config", "parse_rule_list"]
 
-_KEYS = ("select", "ignore", "exclude", "severity", "answer-top-k", "answer-check-limit")
+_KEYS = ("select", "ignore", "exclude", "severity", "answer-top-k", "answer-check-limit", "baseline")
 
 
 class ConfigError(ValueError):
@@ -53,6 +55,7 @@ class LintConfig:
     answer_top_k: int = 3
     answer_check_limit: int = 2000
     source: Path | None = None  # the file it was read from, for messages
+    baseline: Path | None = None  # the default baseline file (not part of `digest`: it filters the report only)
 
     def enabled(self, rule: str) -> bool:
         if rule in self.ignore:
@@ -147,7 +150,11 @@ def _from_table(table: Any, source: Path, prefix: str) -> LintConfig:
     limit = table.get("answer-check-limit", 2000)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ConfigError(f"{source}: `{prefix}.answer-check-limit` must be a whole number ≥ 0")
+    baseline = table.get("baseline")
+    if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
+        raise ConfigError(f"{source}: `{prefix}.baseline` must be the path of a baseline file (a string)")
     return LintConfig(
+        baseline=(source.parent / baseline).resolve() if baseline else None,
         answer_check_limit=limit,
         select=frozenset(select) if select is not None else None,
         ignore=frozenset(ignore) | frozenset(off),

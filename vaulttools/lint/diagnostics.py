@@ -13,6 +13,8 @@ from enum import Enum
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from vaulttools.lint.urls import rule_url
+
 __all__ = ["Severity", "Edit", "Fix", "Diagnostic", "new_diagnostic", "SORT_KEY"]
 
 
@@ -34,6 +36,7 @@ class Edit:
         expected) equals `old`; write `new` instead, in the same quoting style.
       - ``drop-item``: item `index` equals `old` and is a duplicate; remove it.
       - ``replace-value``: the scalar value of the field equals `old`; write `new` (e.g. ``priority: "5"`` -> ``5``).
+        A list written on one line (``pages: ["27", "28"]``) may be replaced by another list (the PDF import).
       - ``insert-key``: the field is absent; add ``field: new`` after the key `after` (or first).
     """
 
@@ -87,6 +90,7 @@ class Diagnostic(NamedTuple):
             "end_line": self.end_line,
             "end_column": self.end_column,
             "rule": self.rule,
+            "url": rule_url(self.rule),
             "severity": self.severity.value,
             "message": self.message,
             "fix": self.fix.to_dict() if self.fix else None,

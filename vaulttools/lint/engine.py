@@ -32,10 +32,11 @@ from vaulttools.lint import positions
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
-from vaulttools.lint.registry import ENGINE_VERSION, RULES
+from vaulttools.lint.registry import ENGINE_VERSION, RULE_NAMES, RULES
 from vaulttools.lint.rules import LintContext
 from vaulttools.lint.rules.families import NoteCheck, checks
 from vaulttools.lint.rules.frontmatter import suppressed_rules
+from vaulttools.lint.suppression import apply_inline
 from vaulttools.lint.rules.profile import check_profile
 
 if TYPE_CHECKING:
@@ -200,6 +201,9 @@ def _run_checks(
         out = found
     else:
         out = [d for d in found if enabled[d.rule] and d.rule not in suppressing.get(d.path, ())]
+    # `%% vaulttools-ignore: rule %%` comments, line by line, and those that silence nothing
+    not_run = () if ctx.answers_checked else ("answer-not-retrieved",)
+    out = apply_inline(out, vault.notes.get, paths, config.enabled, suppressed_rules, RULE_NAMES, ctx.severity, not_run)
     out.sort(key=_SORT_KEY)
     return out
 

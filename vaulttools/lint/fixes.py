@@ -23,6 +23,7 @@ same folder + `os.replace`, file mode kept) and only if their digest is still th
 
 from __future__ import annotations
 
+import datetime as _dt
 import difflib
 import hashlib
 import json
@@ -45,6 +46,9 @@ __all__ = [
     "write_fixed",
     "unified_diff",
     "digest_bytes",
+    "render_flow_list",
+    "read_frontmatter",
+    "plain_value",
 ]
 
 _BOM = "\ufeff"
@@ -77,8 +81,10 @@ class FileFix:
     def changed(self) -> bool:
         return self.fixed != self.original
 
-    def diff(self) -> str:
-        return unified_diff(self.path, self.original, self.fixed)
+    def diff(self, prefix: str = "") -> str:
+        """The change as a unified diff; `prefix` goes before the vault-relative path (the vault's folder seen
+        from the current one, so that `git apply` and `patch -p1` take the diff from there)."""
+        return unified_diff(prefix + self.path, self.original, self.fixed)
 
 
 # -- YAML helpers ------------------------------------------------------------------------------------
@@ -109,6 +115,18 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def plain_value(value: Any) -> Any:
+    """A value read by `read_frontmatter` as plain Python data, for comparing values (the PDF import's
+    re-import compares what a note holds with what it would write)."""
+    return _plain(value)
+
+
+def read_frontmatter(fm: str) -> Any:
+    """Frontmatter text parsed the way the fixes parse it (ruamel round-trip, positions kept); raises on
+    what ruamel refuses (a key written twice...)."""
+    return _load(fm)
+
+
 def _load(fm: str) -> Any:
     """Parse frontmatter text with ruamel round-trip; raises on anything ruamel refuses (duplicate keys...)."""
     return _ruamel().load(fm) if fm.strip() else None
@@ -131,8 +149,10 @@ def _parses_as_string(snippet: str, value: str, flow: bool) -> bool:
 
 def render_scalar(value: Any, style: str, flow: bool) -> str:
     """Write `value` as YAML in the quoting style of the text it replaces (`"`, `'` or plain)."""
+    if isinstance(value, _dt.date):  # `updated`, written as YAML reads a date back
+        return value.isoformat()
     if not isinstance(value, str):  # numbers (priority)
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)
     if style == "'" and "\n" not in value:
         return "'" + value.replace("'", "''") + "'"
     if style == '"':
@@ -262,7 +282,11 @@ def _edits_for_field(
     value = data[name]
     if "replace-value" in kinds:
         (edit,) = [e for e in edits if e.kind == "replace-value"]
-        if _plain(value) != _plain(edit.old) or isinstance(value, (list, dict)):
+        if _plain(value) != _plain(edit.old):
+            raise _SkipEdit(f"`{name}` changed since it was checked")
+        if isinstance(value, list) and isinstance(edit.new, list):
+            return [_replace_flow_list(t, data, name, value, edit.new, expected)]
+        if isinstance(value, (list, dict)):
             raise _SkipEdit(f"`{name}` changed since it was checked")
         line, col = data.lc.value(name)
         start, end, token = _locate_scalar(t, t.offset(line, col), False, value)
@@ -363,6 +387,67 @@ def _edits_for_field(
         kept_drops.add(i)
     expected[name] = [_plain(v) for i, v in enumerate(new_items) if i not in kept_drops]
     return out
+
+
+def _flow_end(fm: str, start: int) -> int | None:
+    """End (exclusive) of the flow collection opening at `start` (`[`), or None when it is not closed on
+    its line (quotes respected)."""
+    depth = 0
+    quote = ""
+    i = start
+    while i < len(fm) and fm[i] != "\n":
+        c = fm[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                if quote == "'" and fm[i + 1 : i + 2] == "'":
+                    i += 2
+                    continue
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def _replace_flow_list(t: _Text, data: Any, name: str, value: Any, new: list[Any], expected: dict[str, Any]) -> _Replacement:
+    """`name: [a, b]` written on one line -> `name: [new...]` (strings quoted only when they must be, so
+    `"13"` stays a string). A block list or one that spans lines is not rewritten (the caller says so)."""
+    if not value.fa.flow_style():
+        raise _SkipEdit(f"`{name}` is written as a block list; rewrite it on one line as [..] to let it be updated")
+    start = t.offset(*data.lc.value(name))
+    if t.fm[start : start + 1] != "[":
+        raise _SkipEdit(f"`{name}` does not start with [ where it was read")
+    end = _flow_end(t.fm, start)
+    if end is None:
+        raise _SkipEdit(f"`{name}` spans several lines")
+    if any(isinstance(item, bool) or not isinstance(item, (str, int, float)) for item in new):
+        raise _SkipEdit(f"`{name}`: only strings and numbers can be written in a list")
+    expected[name] = _plain(new)
+    return _Replacement(start, end, render_flow_list(new))
+
+
+def render_flow_list(items: Sequence[Any]) -> str:
+    """`[a, "13", 2]`: strings plain when each reads back alone and the whole list reads back as `items`
+    (`? ,` inside a flow list is YAML syntax), else every string in double quotes."""
+    import yaml
+
+    plain = "[" + ", ".join(render_scalar(v, "", True) for v in items) + "]"
+    try:
+        # libyaml and PyYAML's own parser disagree on `[a ?, b]`: plain only when both read it back
+        if all(yaml.load(f"k: {plain}\n", Loader=loader) == {"k": list(items)} for loader in (yaml.CSafeLoader, yaml.SafeLoader)):
+            return plain
+    except yaml.YAMLError:
+        pass
+    return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in items) + "]"
 
 
 def _insert_key(t: _Text, data: Any, edit: Edit, expected: dict[str, Any]) -> list[_Replacement]:
@@ -573,10 +658,21 @@ def unified_diff(path: str, before: bytes, after: bytes) -> str:
     """A unified diff of one file, as `git diff` would show it (`a/path`, `b/path`)."""
     a = _lines(before.decode("utf-8", errors="replace"))
     b = _lines(after.decode("utf-8", errors="replace"))
-    # A name with a space ends with a tab, as git writes it: GNU patch reads a name up to a tab or blank.
-    end = "\t" if " " in path else ""
-    lines = list(difflib.unified_diff(a, b, fromfile=f"a/{path}{end}", tofile=f"b/{path}{end}"))
+    lines = list(difflib.unified_diff(a, b, fromfile=_diff_name("a/" + path), tofile=_diff_name("b/" + path)))
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+#: Characters that make a file name of a diff header quoted, as git quotes them: GNU patch reads a plain name up
+#: to a blank, and both it and `git apply` read a C-style quoted name (`"a/Une note.md"`) whole.
+_DIFF_QUOTED = {"\\": "\\\\", '"': '\\"', "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _diff_name(name: str) -> str:
+    """`name` as a diff header writes it: as it is, or C-quoted when it holds a blank, a quote or a backslash
+    (no trailing tab: the quotes say where the name ends)."""
+    if not any(ch in name for ch in ' \t\n\r"\\'):
+        return name
+    return '"' + "".join(_DIFF_QUOTED.get(ch, ch) for ch in name) + '"'

@@ -16,15 +16,16 @@ ERROR, WARNING = Severity.ERROR, Severity.WARNING
 
 #: Bump when a rule's findings change for the same input: cached results of older versions are dropped.
 #: (Here, with the rule table, so that the cache can read it without importing the rules; `engine` re-exports it.)
-ENGINE_VERSION = "5"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks;
+ENGINE_VERSION = "6"  # 3: comments hold no links, duplicate keys, Visibility, YAML 1.2 separators; 4: math blocks;
 # 5: alias bombs, CR-only files, too many links, misspelt visibility keys, publish/private/nested visibility,
-# privacy folders and tags, html/obsidian-URI/reference links
+# privacy folders and tags, html/obsidian-URI/reference links; 6: the book rules (PDF import), inline
+# `%% vaulttools-ignore %%` suppression and unused-suppression
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     name: str  # stable kebab-case id
-    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile
+    family: str  # frontmatter | vocabulary | slugs | links | retrieval | profile | books
     severity: Severity  # default; closed/open vocabularies and the configuration may change it
     summary: str  # one line: what is wrong
     why: str  # why it matters for GrasBot / Obsidian
@@ -213,10 +214,45 @@ RULES: tuple[Rule, ...] = (
         "# .grasbot/profile.toml\nextends = \"textbook\"\ntemprature = 0.1   # did you mean `temperature`?", None,
     ),
     Rule(
+        "section-pages", "books", ERROR,
+        "A note imported from a PDF has `pages` and `pdf_pages` that disagree: not both lists, not as many "
+        "printed labels as PDF pages, labels not strings, PDF pages not increasing whole numbers from 1.",
+        "Answers cite the printed page and open the PDF at `pdf_pages`: the two must name the same pages.",
+        "pages: [\"27\", \"28\"]\npdf_pages: [45]", None,
+    ),
+    Rule(
+        "section-page-link", "books", ERROR,
+        "A page link in an imported section opens another PDF than its `source`, or a PDF page outside its "
+        "`pdf_pages`.",
+        "A reader who follows the page marker must land on the passage it marks.",
+        "[[manuel.pdf#page=99|p. 81]]   # in a section with pdf_pages: [45, 46]", None,
+    ),
+    Rule(
+        "section-empty", "books", WARNING,
+        "An imported `type: section` note has no text besides its heading and page markers.",
+        "An empty section is a heading the import took for a section, or a page without a text layer: it can "
+        "be retrieved and cited with nothing to say.",
+        "# 3.3 Table des matières\n\n[p. 37]", None,
+    ),
+    Rule(
+        "section-duplicate", "books", WARNING,
+        "Two notes of one `book` have the same `section` number.",
+        "A question that names « § 13 » of that book gets both: one of them is not the section it names "
+        "(an example or a licence clause numbered like a section).",
+        "section: \"6\"   # in two notes with book: fbook", None,
+    ),
+    Rule(
         "unknown-rule", "frontmatter", WARNING,
         "`vaulttools-ignore` names a rule that does not exist.",
         "A misspelt suppression suppresses nothing.",
         "vaulttools-ignore: [answers-cont]", None,
+    ),
+    Rule(
+        "unused-suppression", "suppression", WARNING,
+        "A `%% vaulttools-ignore: rule %%` comment silences no finding on its line.",
+        "The finding it was written for is fixed, or moved to another line: a stale suppression would hide the "
+        "next real problem there (as ruff's RUF100).",
+        "See [[rust]] for more. %% vaulttools-ignore: broken-link %%   # rust.md exists: nothing to silence", None,
     ),
 )
 
@@ -233,21 +269,53 @@ GUIDE = """
 ## Running it
 
 ```sh
-vaulttools lint [VAULT] [--taxonomy FILE] [--format text|json|github|sarif] [--select R,..] [--ignore R,..]
-                [--fix | --diff] [--exit-zero] [--no-cache] [--output FILE]
+vaulttools lint [PATH ...] [--vault VAULT] [--taxonomy FILE] [--format text|json|github|sarif]
+                [--select R,..] [--ignore R,..] [--fix | --diff] [--baseline FILE | --write-baseline FILE]
+                [--statistics] [-q] [--exit-zero] [--no-cache] [--output FILE]
 ```
+
+`PATH`s are notes or folders: only their findings are reported, but links, duplicates and retrieval are
+checked against the whole vault. The vault is `--vault`; else the nearest folder at or above the first
+`PATH` that holds `.obsidian/` or `vaulttools.toml`, else the nearest that holds `TAXONOMIE.md` and is
+`PATH` itself or holds the current folder, else the first `PATH` itself (a note's folder); without `PATH`,
+`$VAULT_DIR`, then `./vault`, then the vault the current folder is in (found the same way). A vault whose
+`TAXONOMIE.md` sits beside it, as in this repository, holds `.obsidian/` or `vaulttools.toml` (or is
+named with `--vault`).
 
 Exit status: **0** no error-level finding, **1** errors found (or, with `--diff`, something to fix),
 **2** usage or internal error. `--exit-zero` always exits 0 after a report.
 
-## Suppressing a finding in one note
+## Suppressing a finding
 
-A note turns rules off for itself with the frontmatter key `vaulttools-ignore` (a list of rule names, or
-`all`); a misspelt name is reported by `unknown-rule`:
+**On one line**, with an Obsidian comment (`%% … %%`, hidden when Obsidian renders or publishes the note).
+At the end of a line it silences the named rules on that line; alone on its line it silences the next line;
+without rule names (`%% vaulttools-ignore %%`) it silences every rule there:
+
+```markdown
+Voir [[ancienne-note]] pour l'historique. %% vaulttools-ignore: broken-link %%
+
+%% vaulttools-ignore: broken-link, broken-anchor %%
+La ligne suivante : [[projet#Section disparue]] et [[brouillon]].
+```
+
+A comment that silences nothing (the finding was fixed, or moved to another line) is reported by
+`unused-suppression`, so suppressions do not outlive their reason; a misspelt rule name by `unknown-rule`.
+A comment inside code is text, not a suppression. Findings on frontmatter lines are silenced note-wide
+(below) or with a baseline.
+
+**In a whole note**, with the frontmatter key `vaulttools-ignore` (a list of rule names, or `all`); a
+misspelt name is reported by `unknown-rule`:
 
 ```yaml
 vaulttools-ignore: [answers-count, alias-duplicate]
 ```
+
+**On a whole vault that already has findings**, with a baseline (as detekt, phpstan or SwiftLint):
+`vaulttools lint --write-baseline lint-baseline.json` records today's findings, then
+`vaulttools lint --baseline lint-baseline.json` (or `baseline = "lint-baseline.json"` in the configuration)
+reports only the findings that are not in it, and says how many were baselined and how many of its entries
+are gone (fixed: write the baseline again to drop them). A finding is matched by its rule, note and message,
+not its line, so edits elsewhere in the note do not make it new.
 
 ## Configuration
 

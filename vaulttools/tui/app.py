@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from vaulttools.tui.backend import Backend
+from vaulttools.tui.prefs import load_prefs, save_pref
 from vaulttools.tui.screens.main import MainScreen
 
 __all__ = ["VaultApp"]
@@ -47,6 +48,9 @@ class VaultApp(App[None]):
     # "more" rather than Textual's "palette": shorter, so the footer holds every action at 80 columns
     BINDINGS = [
         Binding("ctrl+p", "command_palette", "more", show=False, priority=True, tooltip="Every command"),
+        # `?` is not a priority binding: typed in the question or filter box it is a question mark
+        Binding("question_mark", "toggle_keys", "Keys", show=False, tooltip="Show or hide every key"),
+        Binding("f1", "toggle_keys", "Keys", show=False, priority=True, tooltip="Show or hide every key"),
     ]
 
     def __init__(
@@ -58,9 +62,10 @@ class VaultApp(App[None]):
         token: str | None = None,
         watch: bool = True,
         check_api: bool = True,
+        use_cache: bool = True,
     ) -> None:
         super().__init__()
-        self.backend = Backend(vault, taxonomy=taxonomy, api=api, token=token)
+        self.backend = Backend(vault, taxonomy=taxonomy, api=api, token=token, use_cache=use_cache)
         self.watch_vault = watch
         self.check_api_enabled = check_api
         self.main_screen: MainScreen | None = None
@@ -87,8 +92,29 @@ class VaultApp(App[None]):
             self._exit_renderables.clear()
 
     def on_mount(self) -> None:
+        saved = load_prefs().get("theme")
+        if isinstance(saved, str) and saved in self.available_themes:
+            self.theme = saved
+        self._theme_loaded = True
         self.main_screen = MainScreen(self.backend, watch=self.watch_vault, check_api=self.check_api_enabled)
         self.push_screen(self.main_screen)
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember the theme chosen in the palette (Change theme) for the next run (vaulttools.tui.prefs)."""
+        if getattr(self, "_theme_loaded", False):
+            save_pref("theme", theme)
+
+    @property
+    def keys_shown(self) -> bool:
+        """Whether the keys panel (Textual's help panel) is open."""
+        return bool(self.screen.query("HelpPanel"))
+
+    def action_toggle_keys(self) -> None:
+        """`?` and F1: open the keys panel, or close it when it is open (Escape closes it too)."""
+        if self.keys_shown:
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         if isinstance(screen, MainScreen):

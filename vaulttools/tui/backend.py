@@ -1,8 +1,8 @@
 """The TUI's one door to the engine: loading, linting, retrieval, fixes, authoring, the API, the OS.
 
 Everything the app shows comes from here, and everything here calls the same functions as the command
-line: `Vault.load`, the retrieval pipeline `RetrievalPipeline` (what `vaulttools ask` and the API call),
-`LiveVault` + `VaultWatcher` (what `vaulttools watch` runs), `apply_fixes` (`vaulttools lint --fix`),
+line: the vault loader behind its persistent snapshot (`grasbot.snapshot.load`), the retrieval pipeline
+`RetrievalPipeline` (what `vaulttools ask` and the API call), `LiveVault` + `VaultWatcher` (what `vaulttools watch` runs), `apply_fixes` (`vaulttools lint --fix`),
 `create_note` (`vaulttools new`) and `reload_vault` (`vaulttools reload`). No Textual here: the methods
 are plain, blocking and thread-safe, and the app calls them from worker threads so the UI never waits.
 
@@ -147,6 +147,7 @@ class Preview:
     candidates: int  # public notes the index holds
     elapsed_ms: float
     message: str | None = None  # why there is no ranking (empty question, index not ready)
+    filters: tuple[str, ...] = ()  # the question's filters as reasons: filter:section=13, filter-relaxed:...
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +168,31 @@ class Summary:
     #: the answering profile the service would use (`name@version (origin)`), or why it cannot be used
     profile: str = ""
     profile_error: str | None = None
+
+
+#: Editors that open a file at a line with `+LINE file` (vi and its kin, nano, Emacs, micro, kakoune, joe...).
+_PLUS_LINE = frozenset({"vi", "vim", "nvim", "gvim", "mvim", "view", "nano", "pico", "emacs", "emacsclient", "micro",
+                        "kak", "joe", "jmacs", "jstar", "ne", "mg", "jed", "mcedit", "vis", "elvis", "nvi", "ex"})
+#: Editors that take `--goto`-style `-g file:line` (VS Code and its forks).
+_GOTO = frozenset({"code", "code-insiders", "codium", "vscodium", "cursor", "windsurf"})
+#: Editors that take `file:line`.
+_COLON = frozenset({"subl", "sublime_text", "zed", "hx", "helix", "gedit", "kate", "mate"})
+
+
+def editor_argv(editor: list[str], file: str, line: int | None) -> list[str]:
+    """The command that opens `file` in `editor` (its argv, arguments included) at `line`: `+LINE file` for
+    vi, nano, Emacs and the like, `-g file:LINE` for VS Code, `file:LINE` for Sublime Text, Zed, Helix; an
+    editor not known here gets the file alone (at its first line, rather than a wrong argument)."""
+    if line is None or line < 1 or not editor:
+        return [*editor, file]
+    name = Path(editor[0]).name.lower().removesuffix(".exe")
+    if name in _PLUS_LINE:
+        return [*editor, f"+{line}", file]
+    if name in _GOTO:
+        return [*editor, "-g", f"{file}:{line}"]
+    if name in _COLON:
+        return [*editor, f"{file}:{line}"]
+    return [*editor, file]
 
 
 def obsidian_url(vault_root: Path, path: str) -> str:
@@ -245,8 +271,13 @@ class Backend:
         api: str | None = None,
         token: str | None = None,
         top_k: int = DEFAULT_TOP_K,
+        use_cache: bool = True,
     ) -> None:
         self.root = Path(root).expanduser()
+        #: read the vault and its index from the persistent snapshot (grasbot/snapshot.py), written back
+        #: when the app stops; False (`--no-cache`): read and index the whole vault, write nothing
+        self.use_cache = use_cache
+        self._loaded: Any = None  # the grasbot.snapshot.Snapshot the vault came from
         self.taxonomy_arg = Path(taxonomy).expanduser() if taxonomy else None
         self.api = api
         self.token = token
@@ -254,6 +285,7 @@ class Backend:
         self.live: LiveVault | None = None
         self.timings: dict[str, float] = {}  # phase -> seconds, for the summary and the benchmark
         self.taxonomy_error: str | None = None
+        self._filters: Any = None  # FilterConfig, read from the taxonomy on the first preview
         self.config_error: str | None = None
         self._vault: Vault | None = None
         self._index: Any = None
@@ -289,12 +321,14 @@ class Backend:
         return [NoteRow(p, p.rsplit("/", 1)[-1].rsplit(".", 1)[0], None, False) for p in paths]
 
     def load(self) -> list[NoteRow]:
-        """Read every note (no lint yet). BackendError for a missing or unreadable vault folder."""
-        from grasbot import Vault
+        """Read every note (no lint yet), and the index with them when the snapshot has it (only the files
+        that changed since are re-read). BackendError for a missing or unreadable vault folder."""
+        from grasbot import snapshot
 
         started = time.perf_counter()
         try:
-            vault = Vault.load(self.root)
+            self._loaded = snapshot.load(self.root, use_snapshot=self.use_cache)
+            vault = self._loaded.vault
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise BackendError(f"{exc} (pass a vault folder as PATH or --vault)") from None
         except OSError as exc:
@@ -313,7 +347,8 @@ class Backend:
         if self._vault is None:
             raise BackendError("the vault is not loaded")
         started = time.perf_counter()
-        self._index = SearchIndex.build(self._vault)
+        loaded = self._loaded
+        self._index = loaded.index if loaded is not None and loaded.vault is self._vault else SearchIndex.build(self._vault)
         # one search now, with a word the vault has never seen: the engine builds its lazy parts (the spelling
         # corrector's tables: the slowest search of all, see benchmarks/README.md, TUI) here rather than on
         # the author's first key
@@ -456,6 +491,21 @@ class Backend:
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.stop(timeout=2.0)
+        self._save_snapshot()
+
+    def _save_snapshot(self) -> None:
+        """Write the snapshot back if it changed (a cold start, files re-read), once nothing changes the vault
+        any more: not while the lint runs or the watcher applies saves, which the pickler would race. The
+        signatures it records are those taken before the load, so a file the app saw change since is
+        re-read next time: never a stale note from the snapshot."""
+        loaded, self._loaded = self._loaded, None
+        live = self.live
+        if loaded is None or live is None:  # stopped before every phase ended: the loader may still run
+            return
+        from grasbot import snapshot
+
+        with live.reading():
+            snapshot.save(loaded)
 
     def apply(self, paths: Iterable[str]) -> LiveDelta | None:
         """Apply changes the app made itself (a fix, a new note) now, without waiting for the watcher."""
@@ -559,7 +609,8 @@ class Backend:
     def preview(self, query: str, top_k: int | None = None) -> Preview:
         """What GrasBot would retrieve for `query`: the bot's own retrieval pipeline (ranking, servable
         hits, prompt plan), as the API runs it for a visitor's first question."""
-        from grasbot import RetrievalLimits, RetrievalPipeline
+        from grasbot import RetrievalLimits
+        from grasbot.answer.filtering import filters_of
 
         started = time.perf_counter()
         q = " ".join(query.split())
@@ -570,11 +621,11 @@ class Backend:
         if live is not None and live.index is not None and not self._own_index:
             with live.reading():
                 index = live.index
-                retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
+                retrieval = self._retrieve(index, limits, q)
                 size = index.size
         elif self._index is not None:
             index = self._index
-            retrieval = RetrievalPipeline(index, limits, hidden=self._hidden_names()).retrieve(q)
+            retrieval = self._retrieve(index, limits, q)
             size = index.size
         else:
             return Preview(q, False, (), 0, 0.0, "The search index is being built; the preview starts in a moment.")
@@ -593,7 +644,20 @@ class Backend:
             )
             for rank, (hit, ctx) in enumerate(zip(retrieval.hits, retrieval.context, strict=True), 1)
         )
-        return Preview(q, retrieval.grounded, rows, size, (time.perf_counter() - started) * 1000.0)
+        filters = tuple(filters_of(retrieval).get("reasons", ()))
+        return Preview(q, retrieval.grounded, rows, size, (time.perf_counter() - started) * 1000.0, filters=filters)
+
+    def _retrieve(self, index: Any, limits: Any, q: str) -> Any:
+        """The bot's retrieval pipeline, with the question's filters (§, chapter, page, the taxonomy's
+        filterable fields) as `vaulttools ask` and the API apply them."""
+        from grasbot import RetrievalPipeline
+        from grasbot.answer.filtering import FilterStage
+        from vaulttools.commands._common import filter_config
+
+        if self._filters is None:
+            self._filters = filter_config(self.root)
+        stages = (FilterStage(index, self._filters),)
+        return RetrievalPipeline(index, limits, hidden=self._hidden_names(), stages=stages).retrieve(q)
 
     def _hidden_names(self) -> frozenset[str]:
         """The names of the notes a visitor may not see (the prompt removes links to them), computed once
@@ -743,8 +807,9 @@ class Backend:
     def absolute(self, path: str) -> Path:
         return self.root / path
 
-    def editor_command(self, path: str) -> list[str] | None:
-        """`$VISUAL`/`$EDITOR` (with its arguments) and the note's file, else a common editor, else None."""
+    def editor_command(self, path: str, line: int | None = None) -> list[str] | None:
+        """`$VISUAL`/`$EDITOR` (with its arguments) on the note's file, at `line` when given and the editor
+        is one whose way of saying it is known (`editor_argv`); else a common editor; else None."""
         for var in ("VISUAL", "EDITOR"):
             value = os.environ.get(var, "").strip()
             if value:
@@ -752,11 +817,11 @@ class Backend:
                     argv = shlex.split(value)
                 except ValueError:
                     argv = [value]
-                return [*argv, str(self.absolute(path))]
+                return editor_argv(argv, str(self.absolute(path)), line)
         for name in ("nano", "vim", "vi"):
             found = shutil.which(name)
             if found:
-                return [found, str(self.absolute(path))]
+                return editor_argv([found], str(self.absolute(path)), line)
         return None
 
     def obsidian_url(self, path: str) -> str:

@@ -1,4 +1,5 @@
-"""`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the vault, `vault` is the vault folder."""
+"""`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the
+vault, `vault` is the vault folder; each finding's `url` is its rule's documentation (`vaulttools.lint.urls`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any
 
 from vaulttools.lint.diagnostics import Diagnostic, Severity
+from vaulttools.lint.urls import rule_url
 
 if TYPE_CHECKING:
     from vaulttools.lint.engine import LintResult
@@ -78,7 +80,8 @@ def rows(diagnostics: Sequence[Diagnostic]) -> list[str]:
         return found
 
     def tail_of(rule: str, severity: Severity) -> str:
-        found = tails[severity][rule] = f', "rule": {enc(rule)}, "severity": "{severity.value}", "message": '
+        found = tails[severity][rule] = (f', "rule": {enc(rule)}, "url": {enc(rule_url(rule))}, '
+                                         f'"severity": "{severity.value}", "message": ')
         return found
 
     def fix_of(fix: Any) -> str:

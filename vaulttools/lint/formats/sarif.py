@@ -1,5 +1,7 @@
 """`--format sarif`: SARIF 2.1.0 for code-scanning tools (GitHub code scanning, IDE viewers), with the rule
-metadata of `vaulttools.lint.registry` so each alert explains itself. Columns are Unicode code points."""
+metadata of `vaulttools.lint.registry` so each alert explains itself (and links to its documentation,
+`helpUri`), and, for a finding with a safe fix, the fix as SARIF `fixes` (the replacement `--fix` would make).
+Columns are Unicode code points."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from urllib.parse import quote
 
 from vaulttools import __version__
 from vaulttools.lint.registry import RULES
+from vaulttools.lint.urls import rule_url
 
 if TYPE_CHECKING:
     from vaulttools.lint.engine import LintResult
@@ -31,6 +34,7 @@ def _rule_descriptor(rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": f"{rule.summary} {rule.why}"},
         "help": {"text": help_text, "markdown": help_md},
+        "helpUri": rule_url(rule.name),
         "defaultConfiguration": {"level": rule.severity.value},
         "properties": {"tags": [rule.family, "taxonomy" if rule.needs_taxonomy else "structural"],
                        "fixable": rule.fix is not None},
@@ -49,6 +53,7 @@ def to_data(result: LintResult, shown: Callable[[str], str], results: bool = Tru
     """The SARIF document as data (`results` False: with an empty `results` list, for `render`)."""
     index = {rule.name: i for i, rule in enumerate(RULES)}
     found: list[dict] = []
+    fixes = fix_changes(result) if results else {}
     for d in result.diagnostics if results else ():
         item = {
             "ruleId": d.rule,
@@ -71,6 +76,9 @@ def to_data(result: LintResult, shown: Callable[[str], str], results: bool = Tru
         }
         if d.fix is not None:
             item["properties"] = {"fix": d.fix.message}
+            change = fixes.get(id(d))
+            if change is not None:
+                item["fixes"] = [_fix_object(d, shown, change)]
         found.append(item)
     return {
         "$schema": SCHEMA,
@@ -105,6 +113,7 @@ def render(result: LintResult, shown: Callable[[str], str]) -> str:
     if not marker:  # cannot happen (the run always has its results key); the slow way then
         return json.dumps(to_data(result, shown), ensure_ascii=False, indent=2) + "\n"
     index = {rule.name: i for i, rule in enumerate(RULES)}
+    fixes = fix_changes(result)
     uris: dict[str, str] = {}
     enc = encode_basestring
     items = []
@@ -114,6 +123,10 @@ def render(result: LintResult, shown: Callable[[str], str]) -> str:
             uri = uris[d.path] = enc(_uri(shown(d.path)))
         props = "" if d.fix is None else (
             ',\n          "properties": {\n            "fix": ' + enc(d.fix.message) + "\n          }")
+        change = fixes.get(id(d)) if d.fix is not None else None
+        if change is not None:  # json's own indented dump, indented to where it sits
+            dumped = json.dumps([_fix_object(d, shown, change)], ensure_ascii=False, indent=2)
+            props += ',\n          "fixes": ' + dumped.replace("\n", "\n          ")
         items.append(
             f'        {{\n          "ruleId": {enc(d.rule)},\n          "ruleIndex": {index[d.rule]},\n'
             f'          "level": {enc(d.severity.value)},\n          "message": {{\n'
@@ -125,3 +138,81 @@ def render(result: LintResult, shown: Callable[[str], str]) -> str:
             f'                }}\n              }}\n            }}\n          ]{props}\n        }}'
         )
     return head + '"results": [\n' + ",\n".join(items) + "\n      ]" + tail + "\n"
+
+
+# -- fixes ------------------------------------------------------------------------------------------------
+
+#: One replacement: (start line, start column, end line, end column, inserted text), columns 1-based code points.
+Change = tuple[int, int, int, int, str]
+
+
+def fix_changes(result: LintResult) -> dict[int, Change]:
+    """id(finding) -> the replacement its safe fix makes in its note, as it is on disk now: the note is read
+    and fixed in memory by the same code as `--fix` (each finding's fix on its own), and the changed characters
+    are the region between the longest common prefix and suffix of the text before and after. A finding
+    whose fix no longer applies (the file changed, or it cannot be read) gets no `fixes`."""
+    from vaulttools.lint.fixes import fix_bytes
+
+    out: dict[int, Change] = {}
+    root = Path(result.root)
+    raws: dict[str, bytes | None] = {}
+    for d in result.diagnostics:
+        if d.fix is None:
+            continue
+        if d.path not in raws:
+            try:
+                raws[d.path] = (root / d.path).read_bytes()
+            except OSError:
+                raws[d.path] = None
+        raw = raws[d.path]
+        if raw is None:
+            continue
+        fixed = fix_bytes(d.path, raw, [d])
+        if not fixed.changed or fixed.skipped:
+            continue
+        change = _change(raw.decode("utf-8"), fixed.fixed.decode("utf-8"))
+        if change is not None:
+            out[id(d)] = change
+    return out
+
+
+def _change(before: str, after: str) -> Change | None:
+    if before.startswith("\ufeff") and after.startswith("\ufeff"):  # columns are counted after the BOM
+        before, after = before[1:], after[1:]
+    limit = min(len(before), len(after))
+    start = 0
+    while start < limit and before[start] == after[start]:
+        start += 1
+    end_b, end_a = len(before), len(after)
+    while end_b > start and end_a > start and before[end_b - 1] == after[end_a - 1]:
+        end_b -= 1
+        end_a -= 1
+    if start == end_b and start == end_a:
+        return None
+    line, column = _position(before, start)
+    end_line, end_column = _position(before, end_b)
+    return (line, column, end_line, end_column, after[start:end_a])
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _fix_object(d, shown: Callable[[str], str], change: Change) -> dict:
+    line, column, end_line, end_column, text = change
+    return {
+        "description": {"text": d.fix.message},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": _uri(shown(d.path))},
+                "replacements": [
+                    {
+                        "deletedRegion": {"startLine": line, "startColumn": column, "endLine": end_line,
+                                          "endColumn": end_column},
+                        "insertedContent": {"text": text},
+                    }
+                ],
+            }
+        ],
+    }

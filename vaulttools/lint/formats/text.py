@@ -25,8 +25,10 @@ def summary_line(result: LintResult | Totals) -> str:
     if not (totals.errors or totals.warnings):
         text = f"All good: {count(totals.notes, 'note')} checked, no finding."
     else:
+        # "in 43 of 49 notes": the notes with findings, of those checked (the TUI and watch say it the same way)
+        within = f"{totals.noted} of " if totals.noted >= 0 else ""
         text = (f"Found {count(totals.errors, 'error')} and {count(totals.warnings, 'warning')} "
-                f"in {count(totals.notes, 'note')}")
+                f"in {within}{count(totals.notes, 'note')} checked")
         text += f" ({totals.fixable} fixable with --fix)." if totals.fixable else "."
     if totals.taxonomy is None:
         text += " No TAXONOMIE.md: vocabulary rules skipped."
@@ -83,3 +85,10 @@ def _render_color(result: LintResult, shown: Callable[[str], str]) -> str:
             console.print(Text("note: " + notice, style="dim"), soft_wrap=True)
         console.print(Text(summary_line(result), style="bold"), soft_wrap=True)
     return capture.get()
+
+
+def findings_only(result: LintResult, prefix: str) -> str:
+    """`-q`: the finding lines alone (no blank line between notes, no notes, no summary): nothing when clean."""
+    return "".join(
+        f"{prefix}{d.path}:{d.line}:{d.column}: {d.severity.value} {d.rule} {d.message}\n" for d in result.diagnostics
+    )

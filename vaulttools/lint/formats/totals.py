@@ -27,6 +27,7 @@ class Totals:
     errors: int
     warnings: int
     fixable: int
+    noted: int = -1  # notes with at least one finding (-1: not known)
 
     @classmethod
     def of(cls, result: LintResult) -> Totals:
@@ -40,4 +41,6 @@ class Totals:
             if d.fix is not None:
                 fixable += 1
         warnings = len(result.diagnostics) - errors
-        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable)
+        noted = len({d.path for d in result.diagnostics})
+        return cls(Path(result.root), result.notes, result.taxonomy, tuple(result.notices), errors, warnings, fixable,
+                   noted)

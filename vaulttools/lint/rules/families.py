@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from grasbot import Note
 from vaulttools.lint.diagnostics import Diagnostic
-from vaulttools.lint.rules import LintContext, frontmatter, links, retrieval, slugs, vocabulary
+from vaulttools.lint.rules import LintContext, books, frontmatter, links, retrieval, slugs, vocabulary
 
 __all__ = ["NOTE_CHECKS", "VAULT_CHECKS", "NoteCheck", "VaultCheck", "checks"]
 
@@ -18,9 +18,9 @@ NoteCheck = Callable[[Note, LintContext], Iterator[Diagnostic]]
 VaultCheck = Callable[[LintContext, list[str]], Iterator[Diagnostic]]
 
 #: Checks of one note and the taxonomy (their findings are cached by the note's digest).
-NOTE_CHECKS: tuple[NoteCheck, ...] = (frontmatter.check_note, vocabulary.check_note, slugs.check_note)
+NOTE_CHECKS: tuple[NoteCheck, ...] = (frontmatter.check_note, vocabulary.check_note, slugs.check_note, books.check_note)
 #: Checks that need the whole vault (links, duplicates, retrieval), reporting on the paths given.
-VAULT_CHECKS: tuple[VaultCheck, ...] = (slugs.check_vault, links.check_vault, retrieval.check_vault)
+VAULT_CHECKS: tuple[VaultCheck, ...] = (slugs.check_vault, links.check_vault, retrieval.check_vault, books.check_vault)
 
 
 def checks() -> tuple[tuple[NoteCheck, ...], tuple[VaultCheck, ...]]:

@@ -32,10 +32,11 @@ _EMPTY_VALUES: tuple[Any, ...] = (None, "", [])
 
 
 def applies(note_checks: tuple[Any, ...]) -> bool:
-    """Whether `is_clean` covers exactly these note checks (the three families it was written for)."""
-    from vaulttools.lint.rules import frontmatter, slugs, vocabulary
+    """Whether `is_clean` covers exactly these note checks (the families it was written for; `books` only
+    looks at notes with a `book` field, which `is_clean` never calls clean)."""
+    from vaulttools.lint.rules import books, frontmatter, slugs, vocabulary
 
-    return note_checks == (frontmatter.check_note, vocabulary.check_note, slugs.check_note)
+    return note_checks == (frontmatter.check_note, vocabulary.check_note, slugs.check_note, books.check_note)
 
 
 class _Memo:
@@ -98,6 +99,8 @@ def is_clean(note: Note, ctx: LintContext) -> bool:
     memo = _memo(ctx)
     if _IGNORE_KEY in meta:
         return False  # unknown-rule looks at it
+    if "book" in meta:
+        return False  # a note imported from a PDF: the books checks look at it
     # field-missing
     for name in memo.required:
         if meta.get(name) in _EMPTY_VALUES:

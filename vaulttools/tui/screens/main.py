@@ -375,7 +375,7 @@ class MainScreen(Screen[None]):
             d = message.delta
             self._tell(
                 f"Full check: {count(s.errors, 'error')}, {count(s.warnings, 'warning')}"
-                f" in {count(s.notes_with_problems, 'note')}"
+                f" in {s.notes_with_problems} of {count(s.notes, 'note')}"
                 f" ({len(d.new)} new, {len(d.fixed)} fixed since the last check).",
                 title="Lint",
             )
@@ -645,13 +645,14 @@ class MainScreen(Screen[None]):
             left.append(notes)
             left.append(f" · {self.busy}", style="italic")
         elif s is not None:
-            left.append(notes + " · ")
+            # with problems, "in 2 of 6 notes" says the count already
+            left.append(" · " if s.errors or s.warnings else notes + " · ")
             if s.errors or s.warnings:
                 marks = [(f"✗{s.errors}", "bold red")] if s.errors else []
                 marks += [(f"!{s.warnings}", "yellow")] if s.warnings else []
                 for i, (mark, style) in enumerate(marks):
                     left.append(" " * (i > 0) + mark, style=style)
-                left.append(f" in {count(s.notes_with_problems, 'note')}")
+                left.append(f" in {s.notes_with_problems} of {count(s.notes, 'note')}")
             else:
                 left.append("✓ clean", style="green")
         if self._lint_running:
@@ -693,7 +694,7 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":  # only worth a place in the footer when the focus is away from the tree
-            return not isinstance(self.focused, NoteTree)
+            return not isinstance(self.focused, NoteTree) or bool(self.query("HelpPanel"))
         return True
 
     def action_links(self) -> None:
@@ -705,6 +706,10 @@ class MainScreen(Screen[None]):
         self.call_after_refresh(self.query_one(NoteView).scroll_to_widget, self.query_one("#links-title"), top=True)
 
     def action_back(self) -> None:
+        """Escape: close the keys panel when it is open, else go back to the tree."""
+        if self.query("HelpPanel"):
+            self.app.action_hide_help_panel()
+            return
         self.set_focus(self.query_one(NoteTree))
 
     def action_problems(self) -> None:
@@ -844,7 +849,7 @@ class MainScreen(Screen[None]):
         path = self._note_or_warn()
         if path is None:
             return
-        argv = self.backend.editor_command(path)
+        argv = self.backend.editor_command(path, self._problem_line(path))
         if argv is None:
             self._tell(f"Set $EDITOR to edit notes from here; the file is {self.backend.absolute(path)}", severity="warning")
             return
@@ -867,6 +872,13 @@ class MainScreen(Screen[None]):
 
         if self.linted:
             self._spawn(work, "tui-after-edit")
+
+    def _problem_line(self, path: str) -> int | None:
+        """The line of the note's first problem (the note pane lists them by line); None without one."""
+        detail = self.backend.detail(path)
+        if detail is None or not detail.diagnostics:
+            return None
+        return min(d.line for d in detail.diagnostics)
 
     def action_obsidian(self) -> None:
         path = self._note_or_warn()

@@ -31,11 +31,14 @@ class NewNoteScreen(ModalScreen[str | None]):
         types = self.backend.note_types()
         with Vertical(id="new-dialog", classes="dialog"):
             yield Static(Text("New note from a template (same as `vaulttools new`)", style="bold"))
+            # The title first, where the cursor starts: Tab goes on to the type and the domain (Enter on a
+            # list opens it), never straight to the Create button, so Tab then Enter does not create a note
+            # the author has not finished describing.
+            yield TextBox(placeholder="Title, e.g. Robot suiveur de ligne", id="new-title")
             yield Select([(t, t) for t in types], value=self.initial_type, allow_blank=False, id="new-type")
             domains = self.backend.domains()
             if domains:  # the taxonomy asks for at least one: without it the note starts with an error
                 yield Select([(d, d) for d in domains], prompt="Domain (from TAXONOMIE.md)", id="new-domain")
-            yield TextBox(placeholder="Title, e.g. Robot suiveur de ligne", id="new-title")
             yield Static(
                 Text("Slug and file name come from the title. The note starts private: set "
                      "`visibility: public` once it is written and reviewed.", style="dim"),  # fmt: skip

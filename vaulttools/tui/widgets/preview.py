@@ -57,6 +57,9 @@ def verdict_text(preview: Preview) -> Text:
     else:
         text.append("grounded: no", style="bold yellow")
         text.append(" — no credible source: it must not invent", style="dim")
+    if preview.filters:
+        text.append("\nfilters: ", style="bold")
+        text.append(", ".join(preview.filters), style="cyan")
     text.append(f"\n{len(preview.rows)} of {count(preview.candidates, 'public note')} · prompt: ", style="dim")
     whole = sum(1 for r in preview.rows if r.prompt == "whole")
     text.append(f"{whole} whole, {len(preview.rows) - whole} cut", style="dim")

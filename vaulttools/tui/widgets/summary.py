@@ -21,6 +21,7 @@ GETTING_STARTED: tuple[tuple[str, str], ...] = (
     ("k", "its links; Enter follows one"),
     ("/", "ask as a visitor: what is retrieved"),
     ("ctrl+p", "every command"),
+    ("? F1", "every key"),
 )
 
 
@@ -47,7 +48,8 @@ def health_text(summary: Summary, missing: str | None = None) -> Text:
         text.append(f"✗ {count(summary.errors, 'error')}", style="bold red")
         text.append(" · ")
         text.append(f"! {count(summary.warnings, 'warning')}", style="yellow")
-        text.append(f" in {count(summary.notes_with_problems, 'note')}")
+        # "in 43 of 49 notes": the notes with problems, of the notes checked (as `vaulttools lint` says it)
+        text.append(f" in {summary.notes_with_problems} of {count(summary.notes, 'note')}")
         if summary.fixable_notes:
             text.append(f" · {summary.fixable_notes} with safe fixes", style="green")
     else:
@@ -57,6 +59,8 @@ def health_text(summary: Summary, missing: str | None = None) -> Text:
         text.append(f"{summary.taxonomy_error} (vocabulary rules off)", style="yellow")
     elif summary.taxonomy:
         text.append(summary.taxonomy)
+    elif not summary.linted:  # not looked for yet: "none found" would be said, then taken back
+        text.append("…", style="dim")
     else:
         text.append("none found (structural rules only)", style="yellow")
     text.append("\nprofile: ", style="dim")

@@ -1,0 +1,172 @@
+"""Inline suppression, in Obsidian's own comment syntax, and the report of suppressions that silence nothing.
+
+In a note's body (documented in docs/rules.md, "Suppressing a finding")::
+
+    See [[old-note]] for the story. %% vaulttools-ignore: broken-link %%
+    %% vaulttools-ignore: broken-link, broken-anchor %%
+    The next line's [[links#gone]] are not reported.
+
+A ``%% vaulttools-ignore: RULE[, RULE…] %%`` comment after other text on a line silences those rules on that
+line; alone on its line it silences the next line; without rule names (``%% vaulttools-ignore %%``) it
+silences every rule there. Obsidian hides ``%% … %%`` comments when it renders or publishes a note, so the
+directive is never seen by a reader (the frontmatter-wide key ``vaulttools-ignore: [...]`` shows in the
+Properties panel). A comment inside code is text, not a directive.
+
+A directive that silences nothing is reported by ``unused-suppression`` (as ruff's RUF100): a finding fixed
+since, a rule renamed, a line moved. A name that is no rule is reported by ``unknown-rule``. Rules that did
+not run (off in the configuration, or turned off by the note's frontmatter) are not reported as unused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from grasbot.markdown.body import comment_spans
+from vaulttools.lint.diagnostics import Diagnostic, Severity, new_diagnostic
+
+if TYPE_CHECKING:
+    from grasbot.model import Note
+
+__all__ = ["DIRECTIVE", "Directive", "has_directive", "directives", "apply_inline"]
+
+#: The word that starts a directive, inside ``%% … %%`` (the same word as the frontmatter key).
+DIRECTIVE = "vaulttools-ignore"
+
+_INNER = re.compile(r"%%[ \t]*vaulttools-ignore[ \t]*(?::(?P<rules>[^%\n]*))?%%")
+_NAME = re.compile(r"[^,\s]+")
+
+#: Rules a directive cannot silence: a suppression's own findings.
+_UNSILENCEABLE = frozenset({"unused-suppression"})
+
+
+@dataclass(slots=True)
+class Directive:
+    """One ``%% vaulttools-ignore … %%`` comment of a note."""
+
+    line: int  # where the comment is (1-based file line)
+    column: int  # its first character (1-based)
+    end_column: int  # after its last character
+    target: int  # the line it silences
+    names: list[tuple[str, int, int]]  # (rule, column, end column) of each name; empty: every rule
+    used: set[str] = field(default_factory=set)  # names that silenced a finding ("" for a bare directive)
+
+
+def has_directive(note: Note) -> bool:
+    """Whether the note may hold a directive (a fast test on its text, before any parsing)."""
+    return DIRECTIVE in note.text
+
+
+def directives(note: Note) -> list[Directive]:
+    """The note's directives, in order. Only single-line ``%%`` comments outside code count."""
+    body = note.body
+    if DIRECTIVE not in body:
+        return []
+    out: list[Directive] = []
+    for start, end in comment_spans(body):
+        m = _INNER.fullmatch(body, start, end)
+        if m is None:
+            continue
+        line_start = body.rfind("\n", 0, start) + 1
+        line_end = body.find("\n", end)
+        if line_end < 0:
+            line_end = len(body)
+        line = note.body_line + body.count("\n", 0, start)
+        alone = not body[line_start:start].strip() and not body[end:line_end].strip()
+        column = start - line_start + 1
+        names: list[tuple[str, int, int]] = []
+        if m.group("rules") is not None:
+            offset = m.start("rules") - line_start + 1
+            names = [(n.group(), offset + n.start(), offset + n.end()) for n in _NAME.finditer(m.group("rules"))]
+        out.append(Directive(line, column, end - line_start + 1, line + 1 if alone else line, names))
+    return out
+
+
+def apply_inline(
+    found: Iterable[Diagnostic],
+    notes: Callable[[str], Note | None],
+    paths: Collection[str],
+    enabled: Callable[[str], bool],
+    suppressed: Callable[[Note], frozenset[str]],
+    rule_names: Collection[str],
+    severity: Callable[[str], Severity],
+    not_run: Collection[str] = (),
+) -> list[Diagnostic]:
+    """`found` without the findings the notes' directives silence, plus `unused-suppression` and `unknown-rule`
+    findings for the directives of `paths` (when those rules are enabled and not turned off by the note).
+
+    `notes(path)` gives a note; `suppressed(note)` the rules its frontmatter turns off; `not_run` rules that
+    did not run at all this time (their directives are not reported as unused)."""
+    by_note: dict[str, list[Directive]] = {}
+    for path in paths:
+        note = notes(path)
+        if note is not None and has_directive(note):
+            found_here = directives(note)
+            if found_here:
+                by_note[path] = found_here
+    if not by_note:
+        return list(found)
+    kept: list[Diagnostic] = []
+    for diag in found:
+        marks = by_note.get(diag.path)
+        if marks and diag.rule not in _UNSILENCEABLE:
+            hit = False
+            for d in marks:
+                if d.target != diag.line:
+                    continue
+                if not d.names:
+                    d.used.add("")
+                    hit = True
+                elif any(name == diag.rule for name, _, _ in d.names):
+                    d.used.add(diag.rule)
+                    hit = True
+            if hit:
+                continue
+        kept.append(diag)
+    for path, marks in sorted(by_note.items()):
+        note = notes(path)
+        off = suppressed(note) if note is not None else frozenset()
+        for d in marks:
+            kept.extend(_report(path, d, enabled, off, rule_names, severity, not_run))
+    return kept
+
+
+def _report(
+    path: str,
+    d: Directive,
+    enabled: Callable[[str], bool],
+    off: frozenset[str],
+    rule_names: Collection[str],
+    severity: Callable[[str], Severity],
+    not_run: Collection[str],
+) -> list[Diagnostic]:
+    where = "this line" if d.target == d.line else f"line {d.target}"
+    out: list[Diagnostic] = []
+    unused_on = enabled("unused-suppression") and "unused-suppression" not in off
+    if not d.names:
+        if unused_on and "" not in d.used:
+            out.append(_diag(path, d.line, d.column, d.end_column, "unused-suppression", severity,
+                             f"`%% {DIRECTIVE} %%` silences no finding on {where}: remove it"))
+        return out
+    for name, start, end in d.names:
+        if name not in rule_names:
+            if enabled("unknown-rule") and "unknown-rule" not in off:
+                from vaulttools.lint.rules import did_you_mean
+
+                guess = did_you_mean(name, list(rule_names))
+                hint = f"did you mean `{guess}`?" if guess else "see docs/rules.md for the rule names"
+                out.append(_diag(path, d.line, start, end, "unknown-rule", severity,
+                                 f"`%% {DIRECTIVE} %%` names `{name}`, which is no rule: it suppresses nothing; {hint}"))
+            continue
+        if not unused_on or name in d.used or name in not_run or not enabled(name) or name in off:
+            continue
+        out.append(_diag(path, d.line, start, end, "unused-suppression", severity,
+                         f"`%% {DIRECTIVE}: {name} %%` silences no `{name}` finding on {where}: remove it"))
+    return out
+
+
+def _diag(path: str, line: int, column: int, end_column: int, rule: str, severity: Callable[[str], Severity],
+          message: str) -> Diagnostic:
+    return new_diagnostic((path, line, column, line, end_column, rule, severity(rule), message, None))
