@@ -626,3 +626,38 @@ def test_update_looks_only_at_the_changed_notes_and_their_namesakes(sample_vault
     assert index.ids == fresh.ids
     questions = [first.stem.replace("-", " "), "ligne de plus"]
     assert _full_snapshot(index, questions) == _full_snapshot(fresh, questions)
+
+
+# -- generalisation classes (issue 17): general rules, each on a small hand-made vault ---------------------
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    (folder / f"{name}.md").write_text(text, encoding="utf-8")
+
+
+def test_a_hub_holding_the_subject_as_alias_ranks_below_the_note_about_it(tmp_path: Path) -> None:
+    # The hub gathers the notes of a field and names their subjects among its aliases; the subject's own
+    # note says it in its body. A hub names a collection: the note about the subject comes first.
+    _write(tmp_path, "MOC-Materiel", "---\ntitle: Matériel\ntype: moc\naliases: [carte graphique, processeur, clavier, écran, souris]\n"
+           "---\nLe matériel : [[station-de-calcul]], [[poste-bureautique]].\n")
+    _write(tmp_path, "station-de-calcul", "---\ntitle: Station de calcul\n---\n"
+           "La station entraîne les modèles de langue sur une carte graphique de vingt-quatre gigaoctets.\n")
+    _write(tmp_path, "poste-bureautique", "---\ntitle: Poste bureautique\n---\nUn poste simple pour écrire.\n")
+    for i in range(4):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("Quelle carte graphique entraîne les modèles de langue ?")
+    assert [h.id for h in result.hits[:2]] == ["station-de-calcul", "MOC-Materiel"]
+
+
+def test_a_title_word_few_titles_share_is_a_stronger_sign_than_one_most_share(tmp_path: Path) -> None:
+    # `zorbix` and `atelier` are held by as many notes (same IDF): `zorbix` in most titles, `atelier` in one
+    # title and in bodies. Part of a title counts by its rarity among titles: the `Atelier` note first
+    # (without the rule the two notes tie and the `zorbix` ones come first by id).
+    for i, topic in enumerate(("jardin", "cuisine", "musique", "voyage", "lecture", "peinture", "cinéma")):
+        _write(tmp_path, f"a-{i}", f"---\ntitle: Zorbix {topic}\n---\nDes idées de {topic}.\n")
+        _write(tmp_path, f"c-{i}", f"---\ntitle: Carnet {topic}\n---\nUn atelier de {topic}.\n")
+    _write(tmp_path, "a-7", "---\ntitle: Zorbix danse\n---\nDes idées de danse.\n")
+    _write(tmp_path, "velo", "---\ntitle: Atelier vélo\n---\nDes idées de réparation.\n")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("zorbix atelier")
+    assert result.hits[0].id == "velo"
+    assert result.hits[0].score > result.hits[1].score

@@ -13,6 +13,10 @@ is the same family of signals, reworked where the original was known to fail):
   Each is worth its constant × the share of the question's *informative mass* it covers (sum of the IDF
   of the question's tokens): an alias such as `42`, held by many notes and made of a common token, no
   longer outweighs the subject of the question. An alias held by k notes names none of them: ÷ k.
+  Part of a title counts each word by its rarity among the titles (its IDF over titles ÷ that of a word
+  in no title): a word most titles share (the product's name) is no sign of which note a question is
+  about. A hub's (MOC's) title, slug and aliases weigh `HUB_NAME_SHARE`: a hub names a collection, often
+  with the subjects of the notes it gathers as aliases, and must not outrank the note about the subject.
 - **Answers by similarity**: the best of the note's sample questions, IDF-weighted cosine with the
   question (`answers-full` ≥ 0.8, else `answers-partial:<sim>`), not a token count that stops at the
   first partial hit.
@@ -98,7 +102,7 @@ FIELD_WEIGHTS: dict[str, float] = {
 BM25_POINTS = 10.0  # the best note's BM25 share of the score
 ALIAS_POINTS = 10.0
 TITLE_POINTS = 16.0  # the whole title (the note's own name) in the question: the strongest lexical sign
-TITLE_PARTIAL_POINTS = 3.0
+TITLE_PARTIAL_POINTS = 5.0  # part of a title, its words counted by their rarity among titles (see `_refresh`)
 SLUG_POINTS = 8.0
 ANSWERS_POINTS = 12.0
 ANSWERS_FULL = 0.8  # similarity from which the reason reads `answers-full`
@@ -107,6 +111,7 @@ DOMAIN_POINTS = 5.0
 TAG_POINTS = 3.0
 PRIORITY_STEP = 0.3
 MOC_POINTS = 1.0
+HUB_NAME_SHARE = 0.5  # a hub's (MOC's) title, slug and aliases weigh this share of a note's (see `_refresh`)
 GRAPH_SHARE = 0.6  # a neighbour is lifted to this share of its seed's score ...
 GRAPH_SEEDS = 3  # ... from the best direct notes only
 UNSEEN_WEIGHT = 1.0  # share of an unseen word's IDF counted in the question's informative mass
@@ -753,6 +758,7 @@ class SearchIndex:
         self._lens = _Grow([], np.float64)  # body length per slot
         self._total_len = 0.0  # sum of body lengths (an exact integer)
         self._bonus = _Grow([], np.float64)  # priority and MOC points per slot, for notes with evidence
+        self._hub = _Grow([], bool)  # per slot: a MOC (its own names weigh `HUB_NAME_SHARE`)
         self._p_off = np.zeros(2, dtype=np.int64)
         self._p_doc = _EMPTY_I
         self._p_fm = _EMPTY_F
@@ -1086,6 +1092,7 @@ class SearchIndex:
             self._dfg.resize(len(self._terms))
 
         self._bonus = _Grow([_bonus_points(d) for d in docs], np.float64)
+        self._hub = _Grow([d.is_moc for d in docs], bool)
         outgoing = getattr(vault, "outgoing", None)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
@@ -1199,6 +1206,7 @@ class SearchIndex:
         self._total_len -= float(self._lens.a[slot])
         self._lens.a[slot] = 0.0
         self._bonus.a[slot] = 0.0
+        self._hub.a[slot] = False
         self._docs[slot] = None
         self._free.append(slot)
         self._n -= 1
@@ -1214,7 +1222,7 @@ class SearchIndex:
         else:
             slot = len(self._docs)
             self._docs.append(None)
-            for arr in (self._lens, self._bonus, self._ph_beg, self._ph_end, self._nterms):
+            for arr in (self._lens, self._bonus, self._hub, self._ph_beg, self._ph_end, self._nterms):
                 arr.resize(slot + 1)
         doc.out = _outgoing(outgoing, note.path)
         self._dfg.resize(len(self._terms))
@@ -1239,6 +1247,7 @@ class SearchIndex:
         self._lens.a[slot] = length
         self._total_len += length
         self._bonus.a[slot] = _bonus_points(doc)
+        self._hub.a[slot] = doc.is_moc
         # Its phrases, appended (phrase ids only grow, so appending keeps every phrase posting sorted).
         beg = len(self._ph_text)
         for kind, text, tokens in zip(*phrases):
@@ -1300,8 +1309,25 @@ class SearchIndex:
         if alias.size:
             full[alias] /= np.maximum(self._group_count.view()[group[alias]], 1)
         del alias
+        # A hub (MOC) names a collection, not a subject: its title, slug and aliases (often the subjects of
+        # the notes it gathers) must not outrank the note about the subject when that one matches too.
+        hub = self._hub.view()
+        if hub.any():
+            full = np.where(hub[self._ph_doc.view()] & (kind <= _K_ALIAS), full * HUB_NAME_SHARE, full)  # title, slug, alias
         self._ph_full = full
-        self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 3 points: exact on 2 bytes)
+        self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 5 points: exact on 2 bytes)
+        # A word's rarity among the titles (its IDF over titles, over that of a word in no title): a part
+        # of a title is a sign of the subject only when few titles share it ("Obsidian" in half the titles
+        # says nothing of which page a question is about).
+        # A title is live when it lies in its note's run (a note that left, or was re-read, has others).
+        pid = np.arange(m)
+        owner = self._ph_doc.view()
+        live_title = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & (kind == _K_TITLE)
+        # Titles holding each term (a word twice in one title counts twice: rare, and not worth a sort).
+        t_df = np.bincount(qt[live_title[qp]], minlength=v).astype(np.float64)
+        titles = float(np.count_nonzero(live_title)) or 1.0
+        self._title_rarity = np.log1p((np.maximum(titles - t_df, 0.0) + 0.5) / (t_df + 0.5)) / math.log1p((titles + 0.5) / 0.5)
+        del pid, owner, live_title, t_df
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
@@ -1520,9 +1546,15 @@ class SearchIndex:
                 inside = np.bincount(inverse, weights=idf_rep)
             full = hits == self._ph_len_view[touched]
             share = inside / mass
+            # Part of a title: its words by their rarity among titles (`_refresh`).
+            rare_rep = idf_rep * self._title_rarity[known].repeat([part.size for part in q_parts])
+            if m <= _DENSE_PHRASES:
+                part_share = np.bincount(ph, weights=rare_rep, minlength=m)[touched] / mass
+            else:
+                part_share = np.bincount(inverse, weights=rare_rep) / mass
             # Per phrase: its points when every token is in the question (title, slug, alias / holders,
             # labels), when only some are (title only), and for a sample question its similarity.
-            points = np.where(full, self._ph_full[touched], self._ph_partial[touched]) * share
+            points = np.where(full, self._ph_full[touched] * share, self._ph_partial[touched] * part_share)
             answer = self._ph_answer[touched]
             if np.count_nonzero(answer):  # sample questions: IDF-weighted cosine with the question
                 if m <= _DENSE_PHRASES:
