@@ -80,14 +80,16 @@ class FakeApi:
 
             def _send(self, status: int, body: dict, auth: str | None, received: float = 0.0) -> None:
                 payload = json.dumps(body).encode()
+                # Recorded before the answer goes out: a client that has its answer finds its call counted
+                # (recorded after, a test reading `calls` right after the answer raced the server's thread).
+                with api._lock:
+                    api.calls.append({"status": status, "auth": auth, "time": received or time.monotonic()})
+                    api._lock.notify_all()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-                with api._lock:
-                    api.calls.append({"status": status, "auth": auth, "time": received or time.monotonic()})
-                    api._lock.notify_all()
 
         server = _QuietServer(("127.0.0.1", self.port), Handler)
         self._server = server
@@ -146,8 +148,6 @@ def test_reload_ok_summarises_the_answer(api: FakeApi) -> None:
     line = result.summary()
     assert line.startswith("reload ok: version 1, 3 notes (0 added, 1 changed, 0 removed)")
     assert "\n" not in line
-    # The fake server records a call once its answer is sent: wait for that record rather than race it.
-    assert api.wait_calls(1)
     assert len(api.calls) == 1 and api.calls[0]["auth"] is None
 
 
