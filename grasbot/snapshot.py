@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from grasbot.model import PrivacyPolicy
+from grasbot.files import write_atomic
 from grasbot.search.index import SearchConfig, SearchIndex
 from grasbot.vault import DEFAULT_EXCLUDE, Vault, read_privacy
 
@@ -331,18 +332,11 @@ def _write(snap: Snapshot) -> None:
     key = snap._key or _file_for(Path(snap.vault.root), snap.vault.exclude, snap.index.config)[1]
     payload = _dumps({"key": key, "vault": snap.vault, "index": snap.index, "signatures": signatures})
     mac = hmac.new(secret, payload, hashlib.sha256).digest()
-    # (a name of this writer's own: two threads of one process may write at once, a start and a reload)
-    tmp = folder / f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    # (mode 0600: it holds private notes; a temporary name of its own, so two writers never share one)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(_MAGIC + mac + payload)
-        os.replace(tmp, file)
+        write_atomic(file, _MAGIC + mac + payload)
     except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass  # only a cache
 
 
 def save(snap: Snapshot, *, background: bool = False) -> threading.Thread | int | None:

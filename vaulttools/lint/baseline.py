@@ -24,14 +24,14 @@ The file is JSON, sorted, one entry per line, so that a baseline reads and diffs
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from grasbot.files import write_atomic
 
 if TYPE_CHECKING:
     from vaulttools.lint.diagnostics import Diagnostic
@@ -117,17 +117,7 @@ class Baseline:
         path = Path(file)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                    handle.write(self.to_json())
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_atomic(path, self.to_json().encode("utf-8"), mode=0o644)
         except OSError as exc:
             raise BaselineError(f"{path}: cannot write: {exc.strerror or exc}") from None
 

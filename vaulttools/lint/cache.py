@@ -732,21 +732,9 @@ def _new_delta() -> dict[str, dict]:
 
 def _write(file: Path, data: Any) -> None:
     """Write `data` (magic line + marshal) to `file` atomically."""
-    import tempfile  # only when writing: a run answered without change imports nothing more
+    from grasbot.files import write_atomic  # only when writing: a run answered without change imports nothing more
 
-    blob = marshal.dumps(data)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".lint.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_MAGIC)
-            handle.write(blob)
-        os.replace(tmp, file)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(file, _MAGIC + marshal.dumps(data))
 
 
 def _entry(digest: str, exports_blob: bytes, diagnostics) -> tuple:

@@ -28,12 +28,12 @@ import difflib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grasbot.files import write_atomic
 from grasbot.markdown.frontmatter import split_frontmatter
 from vaulttools.lint.diagnostics import Diagnostic, Edit
 
@@ -625,24 +625,15 @@ def write_fixed(root: Path, fix: FileFix) -> None:
             f"{fix.path}: has {st.st_nlink} hard links; an atomic rewrite would leave the other names with the "
             "old content, so it is not fixed (apply the diff of --diff by hand)"
         )
-    mode = st.st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".vaulttools-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(fix.fixed)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+    def unchanged_since_read() -> None:
         # last check as close to the rename as possible: never overwrite an editor's save
         if digest_bytes(target.read_bytes()) != digest_bytes(fix.original):
             raise FileChangedError(f"{fix.path}: changed on disk since it was read; not overwritten (run again)")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+
+    write_atomic(
+        target, fix.fixed, mode=st.st_mode & 0o7777, durable=True, suffix=".vaulttools-tmp",
+        before_replace=unchanged_since_read,
+    )  # fmt: skip
 
 
 def _lines(text: str) -> list[str]:

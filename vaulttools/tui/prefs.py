@@ -7,10 +7,10 @@ next change writes a good one); a write that fails is ignored too: a preference 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from grasbot.files import write_atomic
 
 __all__ = ["prefs_file", "load_prefs", "save_pref"]
 
@@ -38,17 +38,6 @@ def save_pref(key: str, value: Any) -> None:
     data[key] = value
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tui.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, indent=2)
-                handle.write("\n")
-            os.replace(tmp, file)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(file, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     except OSError:
         pass

@@ -13,11 +13,11 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grasbot.files import write_atomic
 from vaulttools.authoring import slugify
 from vaulttools.importers.pdf.book import Book, build_book
 from vaulttools.importers.pdf.merge import find_existing, fresh_text, merge_note
@@ -190,20 +190,7 @@ def _atomic_write(target: Path, data: bytes, before: bytes | None) -> None:
     if (now is None) != (before is None) or (now is not None and before is not None and _digest(now) != _digest(before)):
         raise PdfImportError(f"{target}: changed on disk since it was read; not overwritten (run the import again)")
     mode = os.stat(target).st_mode & 0o7777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".vaulttools-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(target, data, mode=mode, durable=True, suffix=".vaulttools-tmp")
 
 
 def write_plan(plan: ImportPlan, vault: Path) -> list[str]:
