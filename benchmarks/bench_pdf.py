@@ -21,9 +21,7 @@ whose chunk has no heading at all (the seed's "metadata lost on the next page").
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -541,7 +541,6 @@ def test_settings_from_env_and_dotenv(tmp_path: Path) -> None:
 
 
 def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
-    import os
     import sys
 
     port = closed_port()
@@ -579,7 +578,6 @@ def test_grasbot_serve_command(tmp_path: Path, fake_ollama: FakeOllama) -> None:
 
 def test_blank_reload_token_is_refused(tmp_path: Path) -> None:
     """A set-but-blank GRASBOT_RELOAD_TOKEN (a failed `$(...)`) stops the start; absent still means no token."""
-    import os
     import sys
 
     from grasbot.service.settings import ConfigError, Settings
@@ -639,7 +637,6 @@ def start_and_log(cmd: list[str], env: dict[str, str], log_path: Path, port: int
 
 def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     """`grasbot serve --log-level info` shows GrasBot's own INFO lines, formatted like uvicorn's, once each."""
-    import os
     import sys
 
     env = serve_env()
@@ -666,7 +663,6 @@ def test_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOll
 
 def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_ollama: FakeOllama) -> None:
     """Under `uvicorn --factory grasbot.service.api:create_app` (docs/service.md), GrasBot's lines follow uvicorn's."""
-    import os
     import sys
 
     env = serve_env()
@@ -682,7 +678,6 @@ def test_plain_uvicorn_log_level_applies_to_grasbot_lines(tmp_path: Path, fake_o
 
 def test_a_reload_reaches_every_worker(tmp_path: Path, fake_ollama: FakeOllama, service_vault: Path) -> None:
     """With --workers 2, a reload lands on one worker; the other follows through the shared stamp."""
-    import os
     import sys
 
     port = closed_port()

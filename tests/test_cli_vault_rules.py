@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import REPO
 from vaulttools.cli import main

@@ -9,7 +9,6 @@ docs/service.md ("What private means") lists what is honoured; each test here fa
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import tracemalloc

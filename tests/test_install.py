@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import venv
-from pathlib import Path
 
 import pytest
 

@@ -5,7 +5,6 @@ three pages, running heads, a table, re-import without loss, and bad input."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

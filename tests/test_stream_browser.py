@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 
 import pytest

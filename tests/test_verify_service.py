@@ -18,7 +18,7 @@ from grasbot.service.settings import ConfigError, Settings
 from tests.fake_ollama import FakeOllama
 from tests.langfuse_collector import LangfuseCollector
 from tests.service_fixtures import *  # noqa: F403
-from tests.service_fixtures import SAMPLE_VAULT, RunningServer, langfuse_settings, run_server, service_settings, sse_events
+from tests.service_fixtures import SAMPLE_VAULT, langfuse_settings, run_server, service_settings, sse_events
 
 RUST = "Que sait-il faire en Rust ?"
 CLEAR_NO = "Comment faire une pâte à crêpes ?"  # evidence 0: below the floor
