@@ -71,8 +71,9 @@ def repo(tmp_path: Path) -> Path:
     shutil.copy2(REPO / "TAXONOMIE.md", root / "TAXONOMIE.md")
     shutil.copytree(REPO / "tests" / "eval", root / "tests" / "eval")
     (root / "benchmarks").mkdir()
-    for sets in (REPO / "benchmarks").glob("questions-*.yaml"):
-        shutil.copy2(sets, root / "benchmarks" / sets.name)
+    for pattern in ("questions-*.yaml", "verify-*.yaml"):
+        for sets in (REPO / "benchmarks").glob(pattern):
+            shutil.copy2(sets, root / "benchmarks" / sets.name)
     if (CORPORA / "grasbot-vault").is_dir():
         shutil.copytree(CORPORA / "grasbot-vault", tmp_path / "shared" / "corpora" / "grasbot-vault")
     if (CORPORA / "pdf").is_dir():
@@ -175,6 +176,10 @@ def test_readme_command(section: str, line: str, repo: Path) -> None:
     if line.startswith("vaulttools reload"):
         expected = {2}  # no API is listening on that port here: said in one line
         assert "API unreachable" in output
+    if re.match(r"(echo .*\| )?vaulttools verify", line):
+        # 0 verified or abstained, 1 a sentence flagged (the README's examples show both): a verdict either way
+        expected = {0, 1}
+        assert "status" in output
     assert done.returncode in expected, output
 
 
