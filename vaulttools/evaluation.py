@@ -136,22 +136,7 @@ _ITEM_KEYS = ("id", "q", "question", "expect", "grounded", "kind")
 def load_questions(path: str | Path) -> list[Question]:
     """Read a question file; QuestionSetError (naming the file and the item) when it is unusable."""
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise QuestionSetError(f"{path}: question file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QuestionSetError(f"{path}: cannot read: {exc}") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        opened = getattr(exc, "context_mark", None)
-        if opened is not None and mark is not None and opened.index < mark.index:  # an unclosed `[` or quote
-            problem += f" ({getattr(exc, 'context', None) or 'while reading'} started at line {opened.line + 1}, column {opened.column + 1})"
-        raise QuestionSetError(f"{path}{where}: not valid YAML: {problem}") from None
+    data = _read_yaml(path, "question file")
     if isinstance(data, dict) and "questions" in data:
         data = data["questions"]
     if not isinstance(data, list):
@@ -252,11 +237,13 @@ def is_answer_set(path: str | Path) -> bool:
     return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "answer" in data[0]
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path, what: str = "file") -> Any:
+    """The YAML at `path` (question or answer items); QuestionSetError naming the file, the line and column,
+    and for an unclosed `[` or quote where it was opened."""
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise QuestionSetError(f"{path}: file not found") from None
+        raise QuestionSetError(f"{path}: {what} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionSetError(f"{path}: cannot read: {exc}") from None
     try:
@@ -264,7 +251,11 @@ def _read_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise QuestionSetError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        problem = getattr(exc, "problem", None) or str(exc)
+        opened = getattr(exc, "context_mark", None)
+        if opened is not None and mark is not None and opened.index < mark.index:  # an unclosed `[` or quote
+            problem += f" ({getattr(exc, 'context', None) or 'while reading'} started at line {opened.line + 1}, column {opened.column + 1})"
+        raise QuestionSetError(f"{path}{where}: not valid YAML: {problem}") from None
 
 
 def load_answer_items(path: str | Path) -> list[AnswerItem]:
