@@ -32,43 +32,6 @@ import _util  # noqa: E402
 import bench_server  # noqa: E402
 
 
-def _throughput(ports: list[int], concurrency: int, duration: float) -> tuple[float, int]:
-    """bench_server's client, its connections spread round-robin over `ports`."""
-    import asyncio
-    import time
-
-    import httpx
-
-    async def run() -> tuple[float, int]:
-        done = failed = 0
-        stop = time.perf_counter() + duration
-
-        async def connection(k: int) -> None:
-            nonlocal done, failed
-            reader, writer = await asyncio.open_connection("127.0.0.1", ports[k % len(ports)])
-            i = k
-            try:
-                while time.perf_counter() < stop:
-                    q = httpx.QueryParams({"q": bench_server.QUESTIONS[i % len(bench_server.QUESTIONS)]})
-                    writer.write(f"GET /ask?{q} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
-                    await writer.drain()
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    status = int(head.split(b" ", 2)[1])
-                    length = next(int(h.split(b":", 1)[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:"))
-                    await reader.readexactly(length)
-                    done += 1
-                    failed += status != 200
-                    i += 1
-            finally:
-                writer.close()
-
-        started = time.perf_counter()
-        await asyncio.gather(*(connection(k) for k in range(concurrency)))
-        return done / (time.perf_counter() - started), failed
-
-    return asyncio.run(run())
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _util.suite_parser("/ask throughput of one and two replicas sharing Redis, fake LLM.")
     parser.add_argument("--vault", type=Path, default=REPO / "vault", help="the vault served (default: the bundled one)")
@@ -107,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                         cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--port", str(port), "--log-level", "warning"]
                         procs.append(bench_server._start(cmd, {**env, "GRASBOT_STATE_DIR": str(work / f"state-{k}")}, port))
                         ports.append(port)
-                    _throughput(ports, args.concurrency, min(1.0, duration))  # warm-up: connections, caches
-                    rps, failed = _throughput(ports, args.concurrency, duration)
+                    bench_server.throughput(ports, args.concurrency, min(1.0, duration))  # warm-up: connections, caches
+                    rps, failed = bench_server.throughput(ports, args.concurrency, duration)
                 finally:
                     for proc in procs:
                         bench_server._stop(proc)

@@ -146,9 +146,10 @@ def _sequential(port: int, requests: int) -> dict[str, float]:
     }
 
 
-def _throughput(port: int, concurrency: int, duration: float) -> tuple[float, int]:
-    """Requests per second over `concurrency` keep-alive connections (a minimal client: httpx's own cost
-    would dominate on a small machine), and the number of non-200 answers."""
+def throughput(ports: list[int], concurrency: int, duration: float) -> tuple[float, int]:
+    """Requests per second over `concurrency` keep-alive connections, spread round-robin over `ports` (one
+    server, or several replicas: bench_replicas.py), and the number of non-200 answers. A minimal client:
+    httpx's own cost would dominate on a small machine."""
 
     async def run() -> tuple[float, int]:
         done = failed = 0
@@ -156,7 +157,7 @@ def _throughput(port: int, concurrency: int, duration: float) -> tuple[float, in
 
         async def connection(k: int) -> None:
             nonlocal done, failed
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            reader, writer = await asyncio.open_connection("127.0.0.1", ports[k % len(ports)])
             i = k
             try:
                 while time.perf_counter() < stop:
@@ -184,7 +185,7 @@ def _one_run(cmd: list[str], env: dict[str, str], port: int, args: Any) -> dict[
     proc = _start(cmd, env, port)
     try:
         figures = _sequential(port, args.requests)
-        rps, failed = _throughput(port, args.concurrency, args.duration)
+        rps, failed = throughput([port], args.concurrency, args.duration)
         figures.update(rps=rps, failed=failed)
         return figures
     finally:
@@ -212,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         if not fake_url:
             raise _util.BenchmarkError("the fake Ollama did not start")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
-        env.update(OLLAMA_URL=fake_url, VAULT_DIR=str(args.vault), PYTHONPATH=str(BENCH_DIR))
+        # The load comes from one address and exceeds any visitor's rate on purpose: the limits measured
+        # here are the server's own costs, not the admission control (GRASBOT_RATE_LIMIT, _MAX_GENERATIONS).
+        env.update(OLLAMA_URL=fake_url, VAULT_DIR=str(args.vault), PYTHONPATH=str(BENCH_DIR),
+                   GRASBOT_RATE_LIMIT="0", GRASBOT_MAX_GENERATIONS="0")  # fmt: skip
         results: dict[str, list[dict[str, float]]] = {"grasbot": [], "baseline": []}
         for run in range(runs):
             port = _free_port()
