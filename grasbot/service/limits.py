@@ -15,7 +15,6 @@ slots). When Redis cannot be reached, `RedisLimits` falls back to its local twin
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -24,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-log = logging.getLogger("grasbot.limits")
+from grasbot.service.shared import RedisHealth
 
 __all__ = ["Admission", "Limits", "LimitsConfig", "LocalLimits", "RedisLimits"]
 
@@ -170,21 +169,11 @@ class RedisLimits:
         self.local = LocalLimits(config)  # used for a request while Redis cannot be reached
         self._gcra = client.register_script(_GCRA)
         self._acquire = client.register_script(_ACQUIRE)
-        self._down_since: float | None = None
+        self.health = RedisHealth("admission limits", "each replica limits on its own until it is back")
 
     def _now_ms(self) -> int:
         # Replicas compare times through Redis: a wall clock (not a monotonic one) is shared by machines.
         return int(time.time() * 1000)
-
-    def _failed(self, exc: BaseException) -> None:
-        if self._down_since is None:
-            log.warning("redis unreachable (%s): limits apply per replica until it is back", type(exc).__name__)
-            self._down_since = time.monotonic()
-
-    def _ok(self) -> None:
-        if self._down_since is not None:
-            log.warning("redis is back: limits are shared again")
-            self._down_since = None
 
     async def admit(self, visitor: str) -> Admission:
         c = self.config
@@ -195,9 +184,9 @@ class RedisLimits:
         try:
             wait = await self._gcra(keys=[f"{self.prefix}rate:{visitor}"], args=[self._now_ms(), interval, tolerance])
         except Exception as exc:  # redis.exceptions.RedisError, OSError, timeouts: never a 500
-            self._failed(exc)
+            self.health.failed(exc)
             return self.local.admit_now(visitor)
-        self._ok()
+        self.health.ok()
         wait = float(wait)
         return Admission(True) if wait <= 0 else Admission(False, wait / 1000, "rate")
 
@@ -210,10 +199,10 @@ class RedisLimits:
                 keys=[f"{self.prefix}generations"], args=[now, now + int(c.lease_seconds * 1000), c.max_generations, token]
             )
         except Exception as exc:
-            self._failed(exc)
+            self.health.failed(exc)
             admission, local = self.local.acquire_now()
             return admission, (f"local:{local}" if local else None)
-        self._ok()
+        self.health.ok()
         if not int(taken):
             return Admission(False, 2.0, "busy"), None
         return Admission(True), token
@@ -227,10 +216,10 @@ class RedisLimits:
         try:
             await self.client.zrem(f"{self.prefix}generations", token)
         except Exception as exc:  # the lease expires by itself
-            self._failed(exc)
+            self.health.failed(exc)
 
     def status(self) -> str:
-        return "ok" if self._down_since is None else "degraded"
+        return self.health.status
 
     async def close(self) -> None:
         return None

@@ -28,16 +28,15 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from grasbot.answer.conversation import Turn
 from grasbot.service.state import read_stamp, write_stamp
 
 log = logging.getLogger("grasbot.shared")
 
-__all__ = ["FileAnnouncer", "RedisAnnouncer", "RedisMemory", "connect"]
+__all__ = ["FileAnnouncer", "RedisAnnouncer", "RedisHealth", "RedisMemory", "connect"]
 
 
 def connect(url: str, timeout: float = 0.5) -> Any:
@@ -50,16 +49,18 @@ def connect(url: str, timeout: float = 0.5) -> Any:
     )
 
 
-class _Health:
-    """Logs the first failure and the recovery, not every failing call."""
+class RedisHealth:
+    """Whether Redis answers one part of the service (memory, announcements, limits): logs the first failure,
+    with what the part does meanwhile, and the recovery, not every failing call."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, meanwhile: str = "going on without it") -> None:
         self.what = what
+        self.meanwhile = meanwhile
         self.down_since: float | None = None
 
     def failed(self, exc: BaseException) -> None:
         if self.down_since is None:
-            log.warning("redis unreachable for %s (%s): going on without it", self.what, type(exc).__name__)
+            log.warning("redis unreachable for %s (%s): %s", self.what, type(exc).__name__, self.meanwhile)
             self.down_since = time.monotonic()
 
     def ok(self) -> None:
@@ -126,7 +127,7 @@ class RedisMemory:
         self._clock = clock
         self._remember = client.register_script(_REMEMBER)
         self._raise_floor = client.register_script(_RAISE_FLOOR)
-        self.health = _Health("conversation memory")
+        self.health = RedisHealth("conversation memory")
         # A floor this replica could not raise (Redis was down during a removing reload): until it is,
         # nothing is read or kept, or turns quoting a note now hidden would come back with Redis.
         self._pending_floor: int | None = None
@@ -213,12 +214,6 @@ class RedisMemory:
             self._pending_floor = max(version, self._pending_floor or 0)
             self.health.failed(exc)
 
-    async def forget(self, session_id: str) -> None:
-        try:
-            await self.client.unlink(self._key(session_id))
-        except Exception as exc:
-            self.health.failed(exc)
-
     def status(self) -> str:
         return self.health.status
 
@@ -277,7 +272,7 @@ class RedisAnnouncer:
         self.client = client
         self.prefix = prefix
         self.url = url  # for the one blocking read at start-up (`current_sync`)
-        self.health = _Health("reload announcements")
+        self.health = RedisHealth("reload announcements")
         self._script = client.register_script(_ANNOUNCE)
         self._pending: int | None = None
 
