@@ -195,10 +195,10 @@ def load_snapshot(
     `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`.
 
     Through the persistent snapshot (grasbot/snapshot.py): a start or a reload re-reads only the notes whose
-    bytes changed, every note's digest checked (`verify`: a note made private is seen even if its file kept
-    its size and mtime). The refreshed snapshot is written back in a thread of its own; a vault folder the
+    stat signature changed (size, mtime, ctime, inode: a note made private is seen however it was saved, see
+    `grasbot.snapshot.load`). The refreshed snapshot is written back in a thread of its own; a vault folder the
     service cannot write to (mounted read-only, without VAULTTOOLS_CACHE_DIR) only costs the fast start."""
-    loaded = engine_snapshot.load(root, config, verify=True, privacy=privacy)
+    loaded = engine_snapshot.load(root, config, privacy=privacy)
     vault, index = loaded.vault, loaded.index
     threading.Thread(target=engine_snapshot.save, args=(loaded,), name="grasbot-snapshot-writer").start()
     public: dict[str, Note] = {}
