@@ -22,6 +22,7 @@ so that a cold start is not slowed by the write (`save(background=True)`).
 
 from __future__ import annotations
 
+import bisect
 import copyreg
 import gc
 import hashlib
@@ -35,10 +36,11 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from grasbot.model import Note, PrivacyPolicy
+from grasbot.model import Heading, Link, LinkKind, LinkStatus, Note, PrivacyPolicy, Resolution, Span
 from grasbot.files import write_atomic
 from grasbot.search.index import SearchConfig, SearchIndex
 from grasbot.vault import DEFAULT_EXCLUDE, Vault, read_privacy
@@ -82,13 +84,28 @@ class Snapshot:
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
+def _named_tuple(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    # (`tuple.__new__(cls, fields)`: the named tuple's own `__new__` is Python code, a frame per object)
+    return (tuple.__new__, (value.__class__, tuple(value)))
+
+
+def _member(value: Enum) -> tuple[Any, ...]:
+    # (the member by name, a C-level getattr; by default an Enum member is rebuilt by calling its class)
+    return (getattr, (value.__class__, value.name))
+
+
 class _Pickler(pickle.Pickler):
     """A lock (the vault's, guarding a lazy preparation) is pickled as a new, free lock: a lock's state
-    means nothing in another process."""
+    means nothing in another process. The model's named tuples and enums are pickled so that decoding
+    them runs no Python code (a 10k-note vault holds some hundred thousand of them): the same objects."""
 
     dispatch_table = copyreg.dispatch_table.copy()
     dispatch_table[_LOCK_TYPES[0]] = lambda _lock: (threading.Lock, ())
     dispatch_table[_LOCK_TYPES[1]] = lambda _lock: (threading.RLock, ())
+    for _cls in (Span, Link, Heading, Resolution):
+        dispatch_table[_cls] = _named_tuple
+    for _cls in (LinkKind, LinkStatus):
+        dispatch_table[_cls] = _member
 
 
 def _dumps(obj: object) -> bytes:
@@ -187,44 +204,87 @@ class SnapshotDamaged(OSError):
     which no writer of ours does: they replace it whole). Names the file."""
 
 
+#: Notes per section of the note store: filling one note decodes its section's notes with it (one pickle
+#: for 64 notes decodes about twice as fast as 64 pickles); the private notes have sections of their own
+#: (the hidden names read them all, and only them).
+_SECTION = 64
+
+
 class _Filler:
-    """Fills the note shells of one opened snapshot file (`Note.__getattr__`): note k's fields are the
-    pickle at [offsets[k], offsets[k+1]) of the file's note section, checked against its keyed digest
-    before it is decoded (the file was verified whole when opened; this also refuses bytes changed since).
-    Holds the open file, so a file replaced by a newer snapshot meanwhile is still read as it was; closed
-    when the last shell is filled or dropped."""
+    """Fills the note shells of one opened snapshot file (`Note.__getattr__`). The notes' fields are stored
+    in sections of up to `_SECTION` notes, one pickle each, checked against its keyed digest before it is
+    decoded (the file was verified whole when opened; this also refuses bytes changed since); filling a
+    note fills the shells of its section still waiting. Holds the open file, so a file replaced by a newer
+    snapshot meanwhile is still read as it was; closed when the last shell is filled or dropped."""
 
-    __slots__ = ("_fh", "_name", "_base", "_offsets", "_digests", "_secret", "_lock")
+    __slots__ = ("_fh", "_name", "_base", "_offsets", "_digests", "_secret", "_lock", "_order", "_first", "_place",
+                 "_shells", "_last")  # fmt: skip
 
-    def __init__(self, fh: Any, base: int, offsets: tuple[int, ...], digests: bytes, secret: bytes) -> None:
+    def __init__(self, fh: Any, base: int, table: tuple[list[int], bytes, list[int], list[int]], secret: bytes) -> None:
         self._fh = fh
         self._name = fh.name
         self._base = base
-        self._offsets = offsets
-        self._digests = digests
+        self._offsets, self._digests, self._order, self._first = table  # section -> bytes; order -> notes
+        place = [0] * len(self._order)  # note k -> its index in `_order`
+        for i, k in enumerate(self._order):
+            place[k] = i
+        self._place = place
         self._secret = secret
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._shells: list[Any] = [None] * len(self._order)  # note k -> weak reference to its shell
+        self._last: tuple[int, tuple[Any, ...]] | None = None  # (the writer reads sections in order)
 
-    def raw(self, k: int) -> bytes:
-        """Note k's stored fields, as written, after checking their digest."""
-        start, end = self._offsets[k], self._offsets[k + 1]
-        with self._lock:  # (one file position for every thread: no pread on every platform)
+    def shell(self, k: int, note: Note) -> None:
+        self._shells[k] = weakref.ref(note)
+
+    def _section(self, c: int) -> tuple[Any, ...]:
+        last = self._last
+        if last is not None and last[0] == c:
+            return last[1]
+        start, end = self._offsets[c], self._offsets[c + 1]
+        with self._lock:  # (one file position for every thread)
             self._fh.seek(self._base + start)
             blob = self._fh.read(end - start)
-        if len(blob) != end - start or not hmac.compare_digest(_blob_digest(self._secret, blob), self._digests[16 * k : 16 * k + 16]):
+        if len(blob) != end - start or not hmac.compare_digest(_blob_digest(self._secret, blob), self._digests[16 * c : 16 * c + 16]):
             raise SnapshotDamaged(f"{self._name}: the vault snapshot changed while in use; run the command again")
-        return blob
+        enabled = gc.isenabled()
+        gc.disable()  # (thousands of small objects, no garbage)
+        try:
+            fields = pickle.loads(blob)
+        finally:
+            if enabled:
+                gc.enable()
+        self._last = (c, fields)
+        return fields
+
+    def _where(self, k: int) -> tuple[int, int]:
+        i = self._place[k]
+        c = bisect.bisect_right(self._first, i) - 1
+        return c, i - self._first[c]
+
+    def fields(self, k: int) -> Any:
+        """Note k's stored fields (a tuple in `Note.LAZY_FIELDS` order, or a dict of those set)."""
+        c, j = self._where(k)
+        return self._section(c)[j]
 
     def fill(self, note: Note) -> None:
-        pending = note._pending  # (set: Note.__getattr__ calls this only for a shell)
-        blob = self.raw(pending[1])
-        fields = pickle.loads(blob)
         with self._lock:
-            if getattr(note, "_pending", None) is None:
+            pending = _pending(note)
+            if pending is None:
                 return  # another thread filled it meanwhile
-            for name, value in fields.items():
-                setattr(note, name, value)
-            del note._pending
+            c, _ = self._where(pending[1])
+            section = self._section(c)
+            first = self._first[c]
+            for j, fields in enumerate(section):
+                ref = self._shells[self._order[first + j]]
+                shell = ref() if ref is not None else None
+                if shell is None or _pending(shell) is None:
+                    continue
+                pairs = zip(Note.LAZY_FIELDS, fields) if fields.__class__ is tuple else fields.items()
+                for name, value in pairs:
+                    setattr(shell, name, value)
+                del shell._pending
+            self._last = None  # (decoded once: the notes hold the objects now)
 
 
 def _blob_digest(secret: bytes, blob: bytes) -> bytes:
@@ -239,7 +299,7 @@ def _pending(note: Note) -> Any:
         return None
 
 
-_HEADER = struct.Struct("<QQ")  # the main pickle's length, the number of notes
+_HEADER = struct.Struct("<QQQ")  # the main pickle's length, the number of notes, the number of sections
 _CHUNK = 1 << 20
 
 
@@ -248,9 +308,10 @@ def _read(file: Path, key: str) -> dict[str, Any] | None:
     is missing, foreign, damaged or not signed by this cache's key (then nothing of it is unpickled).
 
     Layout after the magic line and the HMAC-SHA256 of the rest: the header (`_HEADER`), the main pickle,
-    the note table (n + 1 offsets, n keyed digests) and the notes' fields, one pickle each. Read as a stream:
-    the MAC over the file in chunks, then the main pickle from the open file (no copy of the file in
-    memory); the notes' fields stay in the file until read (`_Filler`)."""
+    the note table (for the S sections: S + 1 offsets, S keyed digests, S + 1 first places; the n notes in
+    section order) and the sections, one pickle each (`_Filler`). Read as a stream: the MAC over the file
+    in chunks, then the main pickle from the open file (no copy of the file in memory); the notes' fields
+    stay in the file until read."""
     secret = _secret(file.parent, create=False)
     if secret is None:
         return None
@@ -274,15 +335,16 @@ def _read(file: Path, key: str) -> dict[str, Any] | None:
         size = fh.tell()
         payload = head + 32
         fh.seek(payload)
-        main_len, count = _HEADER.unpack(fh.read(_HEADER.size))
-        table = payload + _HEADER.size + main_len
-        fh.seek(table)
-        offsets = struct.unpack(f"<{count + 1}Q", fh.read(8 * (count + 1)))
-        digests = fh.read(16 * count)
-        base = table + 24 * count + 8
-        if base + offsets[-1] != size:
+        main_len, count, sections = _HEADER.unpack(fh.read(_HEADER.size))
+        fh.seek(payload + _HEADER.size + main_len)
+        offsets = list(struct.unpack(f"<{sections + 1}Q", fh.read(8 * (sections + 1))))
+        digests = fh.read(16 * sections)
+        first = list(struct.unpack(f"<{sections + 1}Q", fh.read(8 * (sections + 1))))
+        order = list(struct.unpack(f"<{count}Q", fh.read(8 * count)))
+        base = fh.tell()
+        if base + offsets[-1] != size or sorted(order) != list(range(count)) or first[-1] != count:
             return None
-        filler = _Filler(fh, base, offsets, digests, secret)
+        filler = _Filler(fh, base, (offsets, digests, order, first), secret)
         shells: dict[int, Note] = {}
 
         def shell(pid: Any) -> Note:
@@ -292,6 +354,7 @@ def _read(file: Path, key: str) -> dict[str, Any] | None:
             note = _new_note(Note)
             note.path, note.id, note.withheld, note.problems, note._digest = path, id_, withheld, problems, digest
             note._pending = (filler, k)
+            filler.shell(k, note)
             shells[k] = note
             return note
 
@@ -440,8 +503,8 @@ def vault_freeze(vault: Vault) -> None:
 
 def _payload(key: str, snap: Snapshot, signatures: dict[str, tuple[int, ...]], secret: bytes) -> bytes:
     """The file after its MAC (see `_read`): every `Note` met in the vault or the index is pickled as a
-    reference to its entry in the note section (its first reference carries the shell's fields), and its
-    other fields are pickled there on their own, so that a reader decodes only the notes it reads."""
+    reference to its entry in the note store (its first reference carries the shell's fields), and its
+    other fields are pickled there, in sections, so that a reader decodes only the notes it reads."""
     notes: list[Note] = []
     seen: dict[int, int] = {}
 
@@ -459,26 +522,44 @@ def _payload(key: str, snap: Snapshot, signatures: dict[str, tuple[int, ...]], s
     out = io.BytesIO()
     Main(out, protocol=5).dump({"key": key, "vault": snap.vault, "index": snap.index, "signatures": signatures})
     main = out.getvalue()
+    hidden = snap.vault.hidden_paths()
+    private = [k for k, note in enumerate(notes) if note.path in hidden]
+    public = [k for k, note in enumerate(notes) if note.path not in hidden]
+    order: list[int] = []
+    first = [0]
     blobs: list[bytes] = []
-    for note in notes:
-        pending = _pending(note)
-        if pending is not None:  # a shell never read: its stored fields as they are
-            blobs.append(pending[0].raw(pending[1]))
-            continue
+    for group in (private, public):
+        for at in range(0, len(group), _SECTION):
+            members = group[at : at + _SECTION]
+            blobs.append(_dumps(tuple(_fields(notes[k]) for k in members)))
+            order.extend(members)
+            first.append(len(order))
+    offsets = [0]
+    for blob in blobs:
+        offsets.append(offsets[-1] + len(blob))
+    return b"".join([
+        _HEADER.pack(len(main), len(notes), len(blobs)), main, struct.pack(f"<{len(offsets)}Q", *offsets),
+        *(_blob_digest(secret, blob) for blob in blobs), struct.pack(f"<{len(first)}Q", *first),
+        struct.pack(f"<{len(order)}Q", *order), *blobs,
+    ])  # fmt: skip
+
+
+def _fields(note: Note) -> Any:
+    """What the note store keeps of `note`: its `LAZY_FIELDS`, as a tuple (every field set, as after any
+    read), else as a dict of those set. A shell never read gives its stored fields, not decoded into it."""
+    pending = _pending(note)
+    if pending is not None:
+        return pending[0].fields(pending[1])
+    try:
+        return tuple(object.__getattribute__(note, name) for name in Note.LAZY_FIELDS)
+    except AttributeError:
         fields = {}
         for name in Note.LAZY_FIELDS:
             try:
                 fields[name] = object.__getattribute__(note, name)
             except AttributeError:
                 pass
-        blobs.append(_dumps(fields))
-    offsets = [0]
-    for blob in blobs:
-        offsets.append(offsets[-1] + len(blob))
-    return b"".join([
-        _HEADER.pack(len(main), len(notes)), main, struct.pack(f"<{len(offsets)}Q", *offsets),
-        *(_blob_digest(secret, blob) for blob in blobs), *blobs,
-    ])  # fmt: skip
+        return fields
 
 
 def _write(snap: Snapshot) -> None:
@@ -494,6 +575,7 @@ def _write(snap: Snapshot) -> None:
         return
     key = snap._key or _file_for(Path(snap.vault.root), snap.vault.exclude, snap.index.config)[1]
     snap.vault.hidden_paths()  # (computed once here, not by every command that starts from the file)
+    snap.vault.note_types()
     try:
         payload = _payload(key, snap, signatures, secret)
     except SnapshotDamaged:

@@ -54,7 +54,7 @@ from grasbot.service.memory import ConversationMemory, LocalMemory, Turn
 from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, connect
 from grasbot.service.sessions import SessionIds
 from grasbot.service.state import private_dir, reload_stamp_path, session_key, stamp_version
-from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy, visible_to_visitors
+from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy
 from grasbot.service.observability import (
     SHUTDOWN_SECONDS,
     Observability,
@@ -65,7 +65,7 @@ from grasbot.service.observability import (
 from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
 from grasbot.answer.profile import Profile, ProfileError, load_profile
 from grasbot.service.prompts import PromptSource, SystemPrompt
-from grasbot.answer.prompt import Prompt, build_prompt, hidden_links, is_servable, redact_hidden_links
+from grasbot.answer.prompt import Prompt, build_prompt, hidden_links, redact_hidden_links, unservable_notes
 from grasbot.answer.verify import context_passages, subject_names, verify
 from grasbot.answer.verify_policy import NOT_IN_NOTES, drop_flagged, evidence_band, needs_fallback, retry_instructions
 from grasbot.answer.filtering import FilterStage, filters_of
@@ -174,13 +174,15 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     """
     listed: list[dict[str, Any]] = []
     unlisted = 0
+    hidden = vault.hidden_paths()  # (`visible_to_visitors` false, and `is_servable` below, without decoding
+    unservable = {note.path for note in unservable_notes(vault)}  # every note: see unservable_notes)
     for path in sorted(vault.notes):
         note = vault.notes[path]
-        if not visible_to_visitors(note):
+        if path in hidden:
             if any(p.code in HIDING_PROBLEMS for p in note.problems):  # hidden as unreadable: counted, as below
                 unlisted += len(note.problems)
             continue
-        if not is_servable(note):
+        if path in unservable:
             unlisted += len(note.problems)
             continue
         listed.extend(_problem_view(p.path, p.line, p.column, p.code, p.message) for p in note.problems)
@@ -204,14 +206,17 @@ def load_snapshot(
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
+    # (what is_servable decides, from what a note started from the snapshot holds without being decoded)
+    unservable = {note.path for note in unservable_notes(vault)}
+    types = vault.note_types()
     for path in sorted(vault.notes):
-        note = vault.notes[path]
-        if not is_servable(note):
+        if path in unservable:
             continue
+        note = vault.notes[path]
         note_id = note.id or note.slug or note.stem
         public[note_id] = note
         digests[note_id] = note.digest
-        kind = note.type or "autre"
+        kind = types[path] or "autre"
         by_type[kind] = by_type.get(kind, 0) + 1
     problems, unlisted = listed_problems(vault)
     return VaultSnapshot(

@@ -85,6 +85,9 @@ def _private_paths(vault) -> set[str]:
     rows = getattr(vault, "identity_rows", None)
     if rows is not None:  # a cached vault knows visibility without building notes
         return {row[0] for row in rows() if row[-1]}
+    hidden_paths = getattr(vault, "hidden_paths", None)  # (a Vault: once per state of the vault)
+    if hidden_paths is not None:
+        return set(hidden_paths())
     return {path for path, note in vault.notes.items() if note.is_private}
 
 
