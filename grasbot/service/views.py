@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from grasbot.answer.pages import page_fields
 from grasbot.answer.prompt import redact_hidden_links
 from grasbot.model import Note
 from grasbot.search.index import Hit
@@ -37,22 +38,6 @@ def source_view(hit: Hit, hidden: frozenset[str] = frozenset()) -> dict[str, Any
     }
     view.update(page_fields(hit.note))
     return view
-
-
-def page_fields(note: Note) -> dict[str, Any]:
-    """`pages`, `pdf_pages` and `page_link` (``book.pdf#page=46``, its first page) of a note imported from a
-    PDF (docs/pdf-import.md); nothing for other notes."""
-    meta = note.meta if isinstance(note.meta, dict) else {}
-    pages, pdf_pages, source = meta.get("pages"), meta.get("pdf_pages"), meta.get("source")
-    if not isinstance(pages, list) or not isinstance(pdf_pages, list):
-        return {}
-    out: dict[str, Any] = {
-        "pages": [str(p) for p in pages if isinstance(p, (str, int)) and not isinstance(p, bool)],
-        "pdf_pages": [p for p in pdf_pages if isinstance(p, int) and not isinstance(p, bool)],
-    }
-    if isinstance(source, str) and source.startswith("pdf/") and out["pdf_pages"]:
-        out["page_link"] = f"{source[4:]}#page={out['pdf_pages'][0]}"
-    return out
 
 
 def _mentions(value: str, hidden: frozenset[str]) -> bool:
