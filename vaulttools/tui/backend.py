@@ -217,16 +217,31 @@ def _opener(url: str) -> list[str] | None:
 
 
 class _VaultSnapshot:
-    """What `SearchIndex.build` reads of a vault (its notes and their outgoing links), copied under the
-    live lock so the (seconds-long) build of a big vault's index does not hold the watcher back."""
+    """What `SearchIndex.build` reads of a vault (its notes, their outgoing links and the text a visitor may
+    read of them), copied under the live lock so the (seconds-long) build of a big vault's index does not
+    hold the watcher back."""
 
     def __init__(self, vault: Vault) -> None:
         self.root = vault.root
         self.notes = dict(vault.notes)  # Note objects are replaced on update, never mutated
         self._out = {path: vault.outgoing(path) for path in self.notes}
+        # The index reads titles and bodies through `visitor_text` (without the links to hidden notes), as the
+        # bot's own index does: without it the preview would rank on words only a private link brings. Only
+        # the texts it changes are kept; with no hidden note there are none (and nothing is computed).
+        self._visitor: dict[tuple[str, str], str] = {}
+        if vault.hidden_paths():
+            for path, note in self.notes.items():
+                for text in {note.title, note.stem, note.reader_body}:
+                    seen = vault.visitor_text(text, path)
+                    if seen != text:
+                        self._visitor[(path, text)] = seen
 
     def outgoing(self, path: str) -> list[str]:
         return self._out.get(path, [])
+
+    def visitor_text(self, text: str, source: str) -> str:
+        """`Vault.visitor_text` as it was when the copy was taken."""
+        return self._visitor.get((source, text), text)
 
 
 def _freeze_heap() -> None:
