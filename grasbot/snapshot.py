@@ -3,16 +3,19 @@ and re-indexing every note (docs/architecture.md, "Fast starts").
 
 One file per (vault, exclusion list, search configuration), ``snapshot-<key>.bin`` in the vault's cache folder
 (``VAULT/.vaulttools_cache/``, or under ``$VAULTTOOLS_CACHE_DIR``: the folder the lint cache uses). It holds the
-pickled `Vault` and `SearchIndex` and, for every note and attachment, the file's stat signature (size, mtime)
-and the note's content digest. Opening it:
+pickled `Vault` and `SearchIndex` and, for every note and attachment, the file's stat signature (size, mtime,
+ctime, inode: `_signature`) and the note's content digest. Notes are stored as shells (path, id, privacy
+verdict, problems, digest) and their other fields apart, decoded on first read (`_Filler`, `Note.__getattr__`):
+a command decodes only the notes it reads. Opening it:
 
 - the file must start with our magic line and carry a valid HMAC-SHA256 of its payload under a random key kept
   beside it (``snapshot.key``, mode 0600): a damaged, truncated, foreign or planted file is ignored, never
   unpickled (pickle runs code, so only bytes this user's own process signed are read);
 - the key of the file names the engine's own source code (a digest of the engine modules), the Python and
   NumPy versions, the vault folder, the exclusion list and the search configuration: any change is a miss;
-- the vault folder is walked again (names and stat only) and every file whose signature differs is re-read;
-  a note whose bytes did not change (same digest) is kept as it is, the others go through the same
+- the vault folder is walked again (names and stat only) and every file whose signature differs (or was
+  recorded as racy) is compared by digest: a note whose bytes did not change is kept as it is, the others go
+  through the same
   incremental update the watcher uses (`Vault.update_file` / `Vault.remove_file`, then `SearchIndex.update`).
 
 A miss is never an error: the vault is loaded and indexed as without a snapshot. Writing is atomic (a
@@ -242,9 +245,12 @@ class _Filler:
         if last is not None and last[0] == c:
             return last[1]
         start, end = self._offsets[c], self._offsets[c + 1]
-        with self._lock:  # (one file position for every thread)
-            self._fh.seek(self._base + start)
-            blob = self._fh.read(end - start)
+        if _pread is not None:  # (no file position: safe across threads and a forked writer alike)
+            blob = _pread(self._fh.fileno(), end - start, self._base + start)
+        else:
+            with self._lock:
+                self._fh.seek(self._base + start)
+                blob = self._fh.read(end - start)
         if len(blob) != end - start or not hmac.compare_digest(_blob_digest(self._secret, blob), self._digests[16 * c : 16 * c + 16]):
             raise SnapshotDamaged(f"{self._name}: the vault snapshot changed while in use; run the command again")
         enabled = gc.isenabled()
@@ -285,6 +291,9 @@ class _Filler:
                     setattr(shell, name, value)
                 del shell._pending
             self._last = None  # (decoded once: the notes hold the objects now)
+
+
+_pread = getattr(os, "pread", None)
 
 
 def _blob_digest(secret: bytes, blob: bytes) -> bytes:
