@@ -9,8 +9,10 @@ complete index, old or new, never a mix.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +75,11 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     return listed, unlisted
 
 
+def _reap(pid: int) -> None:
+    with suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
 def load_snapshot(
     root: Path, config: SearchConfig, version: int, privacy: PrivacyPolicy | None = None
 ) -> VaultSnapshot:
@@ -81,11 +88,17 @@ def load_snapshot(
 
     Through the persistent snapshot (grasbot/snapshot.py): a start or a reload re-reads only the notes whose
     stat signature changed (size, mtime, ctime, inode: a note made private is seen however it was saved, see
-    `grasbot.snapshot.load`). The refreshed snapshot is written back in a thread of its own; a vault folder the
+    `grasbot.snapshot.load`). The refreshed snapshot is written back in the background; a vault folder the
     service cannot write to (mounted read-only, without VAULTTOOLS_CACHE_DIR) only costs the fast start."""
     loaded = engine_snapshot.load(root, config, privacy=privacy)
     vault, index = loaded.vault, loaded.index
-    threading.Thread(target=engine_snapshot.save, args=(loaded,), name="grasbot-snapshot-writer").start()
+    # Written in the background. Pickling the vault holds the GIL: from a thread it slowed the server's own
+    # start (a cold start took 1.16 × the time without a snapshot, benchmarks/README.md); so at the start,
+    # while this process has no other thread, a forked child writes it, reaped by a thread; a reload, which
+    # runs beside the event loop's threads, writes from a thread as before.
+    written = engine_snapshot.save(loaded, background=True)
+    if isinstance(written, int):
+        threading.Thread(target=_reap, args=(written,), name="grasbot-snapshot-reaper", daemon=True).start()
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
