@@ -39,7 +39,9 @@ def lint_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_json_has_exactly_the_design_shape(result):
     data = json.loads(render(result, "json"))
-    assert list(data) == ["version", "vault", "notes", "diagnostics", "summary"]
+    # DESIGN's keys, in order, and `notices` (added after them: what the text report says as `note:` lines)
+    assert list(data) == ["version", "vault", "notes", "diagnostics", "summary", "notices"]
+    assert data["notices"] == result.notices
     assert data["version"] == 1 and data["notes"] == 11 and data["vault"] == str(result.root)
     assert set(data["summary"]) == {"error", "warning"}
     assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
@@ -281,3 +283,24 @@ def test_a_registered_format_is_a_choice_of_vaulttools_lint(tmp_path, monkeypatc
     with pytest.raises(SystemExit):
         main(["lint", str(vault), "--format", "nope"])
     assert "count" in capsys.readouterr().err  # the choices listed come from the registry
+
+
+def test_json_carries_the_vault_notices_the_text_shows(capsys, tmp_path):
+    """A vault-level notice (a folder symlink to outside the vault) is in the JSON report too, under its own
+    top-level key, as the text report says it; the other keys are untouched. Also when answered by the cache."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: A\n---\nVoir [[b]].\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret\n", encoding="utf-8")
+    (vault / "ext").symlink_to(outside)
+    code, text, _ = lint_cli(capsys, str(vault), "--no-cache")
+    shown = [line.removeprefix("note: ") for line in text.splitlines() if line.startswith("note: ")]
+    assert any("symlink-outside-vault" in line for line in shown), text
+    for extra in (["--no-cache"], [], []):  # no cache; cache written; answered from the cache
+        code, out, _ = lint_cli(capsys, str(vault), "--format", "json", *extra)
+        data = json.loads(out)
+        assert list(data) == ["version", "vault", "notes", "diagnostics", "summary", "notices"]
+        assert data["notices"] == shown
+        assert [d["rule"] for d in data["diagnostics"]] == ["broken-link"]
