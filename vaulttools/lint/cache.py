@@ -377,8 +377,11 @@ class LintCache:
                 tax_digest = "unreadable"
         from grasbot import read_privacy
 
+        from vaulttools.lint.urls import DOCS_URL  # (the stored reports hold the rules' URLs)
+
         key = "|".join([CACHE_FORMAT, ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest,
-                        config.digest(), read_privacy(root)[0].digest(), (today or _dt.date.today()).isoformat()])
+                        config.digest(), read_privacy(root)[0].digest(), (today or _dt.date.today()).isoformat(),
+                        DOCS_URL])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
             data = _read(cache.file)
