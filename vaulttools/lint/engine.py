@@ -215,7 +215,7 @@ def lint_vault(
     flags: dict[str, bool] = {}
     diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices, flags)
     diagnostics = with_profile_findings(diagnostics, Path(vault.root), config)
-    notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
+    notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in vault.problems]
     if taxonomy is not None and not (taxonomy.vocabularies or taxonomy.counts or taxonomy.ranges or taxonomy.required):
         # (a file of prose, or sections under other titles: silence would read as "all values allowed")
         notices.append(f"{taxonomy.path}: no list, count or range section found: only the structural rules ran")

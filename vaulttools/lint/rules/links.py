@@ -12,6 +12,7 @@ from grasbot import fold
 from vaulttools.lint.diagnostics import Diagnostic
 from vaulttools.lint.rule import ERROR, WARNING, Rule
 from vaulttools.lint.rules import LintContext, make
+from vaulttools.lint.view import IdentityRowsView, LintVault
 
 BROKEN_LINK = Rule(
     "broken-link", "links", ERROR,
@@ -116,14 +117,13 @@ def _broken_anchor(ctx: LintContext, note: Note, res: Resolution, source_public:
                 f"{_shown(res)}: {target_name} has no heading `{anchor}`; {hint}")
 
 
-def _private_paths(vault) -> set[str]:
-    rows = getattr(vault, "identity_rows", None)
-    if rows is not None:  # a cached vault knows visibility without building notes
-        return {row[0] for row in rows() if row[-1]}
+def _private_paths(vault: LintVault) -> set[str]:
+    if isinstance(vault, IdentityRowsView):  # a cached vault knows visibility without building notes
+        return {row[0] for row in vault.identity_rows() if row[-1]}
     return {path for path, note in vault.notes.items() if note.is_private}
 
 
-def _to_check(vault, path: str, public: bool, private: set[str]) -> list[Resolution]:
+def _to_check(vault: LintVault, path: str, public: bool, private: set[str]) -> list[Resolution]:
     """The resolutions of the note's links that may have a finding: every link that is not plain OK (broken,
     broken anchor, ambiguous) and, from a public note, every link into a private one. The usual note has
     only plain OK links, none into a private note: `Vault.link_problems` then builds no Resolution at all

@@ -15,6 +15,7 @@ from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column
 from vaulttools.lint.rule import ERROR, WARNING, QuickPredicate, Rule
 from vaulttools.lint.rules import LintContext, item_span, make, value_span
+from vaulttools.lint.view import IdentityRowsView
 
 if TYPE_CHECKING:
     from vaulttools.lint.view import NotesView
@@ -126,9 +127,8 @@ _ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def identity_rows(vault: NotesView) -> list[tuple]:
     """(path, slug or None, aliases, folded aliases, is_private) of every note; a cached vault gives them
     from its store without building notes."""
-    rows = getattr(vault, "identity_rows", None)
-    if rows is not None:
-        return rows()
+    if isinstance(vault, IdentityRowsView):  # the declared hook (vaulttools/lint/view.py)
+        return vault.identity_rows()
     try:
         memo = _ROWS.setdefault(vault, {})
     except TypeError:  # not weak-referenceable: no memo
