@@ -159,7 +159,10 @@ def _report(
     if d.names and enabled(UNKNOWN_RULE.name) and UNKNOWN_RULE.name not in off:
         out.extend(_unknown_names(path, d, rule_names, severity))
     if enabled(UNUSED_SUPPRESSION.name) and UNUSED_SUPPRESSION.name not in off:
-        out.extend(UNUSED_SUPPRESSION.run(path, d, enabled, off, rule_names, severity, not_run))  # type: ignore[misc]
+        def ran(name: str) -> bool:  # a rule that ran on this note: its silence can be unused
+            return name in rule_names and name not in not_run and enabled(name) and name not in off
+
+        out.extend(UNUSED_SUPPRESSION.run(path, d, ran, severity))  # type: ignore[misc]
     return out
 
 
@@ -176,16 +179,9 @@ def _unknown_names(path: str, d: Directive, rule_names: Collection[str], severit
 
 
 @UNUSED_SUPPRESSION.check
-def _unused(
-    path: str,
-    d: Directive,
-    enabled: Callable[[str], bool],
-    off: frozenset[str],
-    rule_names: Collection[str],
-    severity: Callable[[Rule], Severity],
-    not_run: Collection[str],
-) -> list[Diagnostic]:
-    """What `d` silenced nothing of, among the rules that ran (`not_run`, off or turned off by the note: not)."""
+def _unused(path: str, d: Directive, ran: Callable[[str], bool], severity: Callable[[Rule], Severity]
+            ) -> list[Diagnostic]:
+    """What `d` silenced nothing of, among the rules that `ran` on the note."""
     where = "this line" if d.target == d.line else f"line {d.target}"
     if not d.names:
         if "" not in d.used:
@@ -194,7 +190,7 @@ def _unused(
         return []
     out: list[Diagnostic] = []
     for name, start, end in d.names:
-        if name not in rule_names or name in d.used or name in not_run or not enabled(name) or name in off:
+        if name in d.used or not ran(name):
             continue
         out.append(_diag(path, d.line, start, end, UNUSED_SUPPRESSION, severity,
                          f"`%% {DIRECTIVE}: {name} %%` silences no `{name}` finding on {where}: remove it"))

@@ -9,7 +9,7 @@ and no two notes of one book claim the same section (a vault rule). Each rule is
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 
 from grasbot.model import Note
 from vaulttools.lint.diagnostics import Diagnostic
@@ -148,11 +148,6 @@ SECTION_DUPLICATE = Rule(
     "(an example or a licence clause numbered like a section).",
     "section: \"6\"   # in two notes with book: fbook", None, scope="vault",
 )
-
-
-def vault_pass(ctx: LintContext, paths: list[str], rules: Collection[Rule]) -> Iterator[Diagnostic]:
-    """The family's pass over the vault: its one vault rule (the engine calls it only when the rule is on)."""
-    return SECTION_DUPLICATE.run(ctx, paths)  # type: ignore[misc]
 
 
 @SECTION_DUPLICATE.check

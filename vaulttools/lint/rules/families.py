@@ -18,7 +18,8 @@ __all__ = ["NOTE_FAMILIES", "VAULT_FAMILIES", "VaultPass", "note_rules", "vault_
 
 #: Families with note rules, in the order they run.
 NOTE_FAMILIES: tuple[ModuleType, ...] = (frontmatter, vocabulary, slugs, books)
-#: Families with vault rules, each with its one pass over the vault (`vault_pass(ctx, paths, rules)`).
+#: Families with vault rules, each with its one pass over the vault (`vault_pass(ctx, paths, rules)`; a family
+#: without one has each rule's check called as `check(ctx, paths)`).
 VAULT_FAMILIES: tuple[ModuleType, ...] = (slugs, links, retrieval, books)
 
 VaultPass = Callable[[LintContext, list[str], Collection[Rule]], Iterator[Diagnostic]]
@@ -26,8 +27,11 @@ VaultPass = Callable[[LintContext, list[str], Collection[Rule]], Iterator[Diagno
 
 def _units(module: ModuleType, scope: str) -> tuple[Rule, ...]:
     """The rules `module` declares with `scope`, in declaration order (a rule it imports is not its own)."""
-    return tuple(value for value in vars(module).values()
-                 if isinstance(value, Rule) and value.scope == scope and getattr(value.run, "__module__", None) == module.__name__)
+    found: dict[int, Rule] = {}  # (by identity: a name bound twice is one rule)
+    for value in vars(module).values():
+        if isinstance(value, Rule) and value.scope == scope and getattr(value.run, "__module__", None) == module.__name__:
+            found.setdefault(id(value), value)
+    return tuple(found.values())
 
 
 #: Every note rule, in run order.
@@ -51,5 +55,11 @@ def vault_passes(enabled: Callable[[str], bool] | None = None, only: Collection[
             continue
         on = frozenset(rule for rule in rules if enabled is None or enabled(rule.name))
         if on:
-            out.append((family.vault_pass, on))
+            out.append((getattr(family, "vault_pass", _each_rule), on))
     return out
+
+
+def _each_rule(ctx: LintContext, paths: list[str], rules: Collection[Rule]) -> Iterator[Diagnostic]:
+    """The pass of a family whose vault rules share nothing: each rule's check on its own, in name order."""
+    for rule in sorted(rules, key=lambda r: r.name):
+        yield from rule.run(ctx, paths)  # type: ignore[misc]

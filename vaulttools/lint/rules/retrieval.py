@@ -12,8 +12,6 @@ from vaulttools.lint.rule import WARNING, Rule
 from vaulttools.lint.rules import LintContext, item_span, make
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
-
     from grasbot import SearchResult
 
 ANSWER_NOT_RETRIEVED = Rule(
@@ -24,11 +22,6 @@ ANSWER_NOT_RETRIEVED = Rule(
     "or body, or move the question to the note that does come first.",
     "answers:\n  - Quel est son parcours ?   # bio-fernand.md comes first, this note 5th", None, scope="vault",
 )
-
-
-def vault_pass(ctx: LintContext, paths: list[str], rules: Collection[Rule]) -> Iterator[Diagnostic]:
-    """The family's pass: its one rule (the engine calls it only when the rule is on)."""
-    return ANSWER_NOT_RETRIEVED.run(ctx, paths)  # type: ignore[misc]
 
 
 @ANSWER_NOT_RETRIEVED.check

@@ -144,6 +144,18 @@ def _values(note: Note, ctx: LintContext, name: str, rule: Rule) -> Iterator[Dia
                    f"`{item}` is not in the {kind} of `{name}` ({where}); {hint}{remedy}", None, severity)
 
 
+def _listed(rule: Rule, name: str) -> None:
+    """`rule` checks that the values of the list field `name` are listed (its check and quick predicate)."""
+
+    @rule.check
+    def check(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+        return _values(note, ctx, name, rule)
+
+    @rule.quick
+    def quick(ctx: LintContext) -> QuickPredicate | None:
+        return _listed_quick(ctx, name)
+
+
 def _listed_quick(ctx: LintContext, name: str) -> QuickPredicate | None:
     """Quiet when every value of the list field `name` is listed (or blank); None without a list to check."""
     vocabulary = ctx.taxonomy.vocabularies.get(name) if ctx.taxonomy is not None else None
@@ -172,15 +184,6 @@ UNKNOWN_DOMAIN = Rule(
 )
 
 
-@UNKNOWN_DOMAIN.check
-def _domains(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    return _values(note, ctx, "domains", UNKNOWN_DOMAIN)
-
-
-@UNKNOWN_DOMAIN.quick
-def _domains_quick(ctx: LintContext) -> QuickPredicate | None:
-    return _listed_quick(ctx, "domains")
-
 
 UNKNOWN_TAG = Rule(
     "unknown-tag", "vocabulary", WARNING,
@@ -191,14 +194,8 @@ UNKNOWN_TAG = Rule(
 )
 
 
-@UNKNOWN_TAG.check
-def _tags(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    return _values(note, ctx, "tags", UNKNOWN_TAG)
-
-
-@UNKNOWN_TAG.quick
-def _tags_quick(ctx: LintContext) -> QuickPredicate | None:
-    return _listed_quick(ctx, "tags")
+_listed(UNKNOWN_DOMAIN, "domains")
+_listed(UNKNOWN_TAG, "tags")
 
 
 TYPE_VALUE = Rule(
@@ -276,6 +273,18 @@ def _count(note: Note, ctx: LintContext, name: str, rule: Rule) -> Iterator[Diag
                f"{count} {name} where the taxonomy asks for {bounds.describe()} ({where}): {action}")
 
 
+def _counted(rule: Rule, name: str) -> None:
+    """`rule` checks the number of `name` items against the taxonomy (its check and quick predicate)."""
+
+    @rule.check
+    def check(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+        return _count(note, ctx, name, rule)
+
+    @rule.quick
+    def quick(ctx: LintContext) -> QuickPredicate | None:
+        return _count_quick(ctx, name)
+
+
 def _count_quick(ctx: LintContext, name: str) -> QuickPredicate | None:
     bounds = ctx.taxonomy.counts.get(name) if ctx.taxonomy is not None else None
     if bounds is None:
@@ -298,15 +307,6 @@ DOMAINS_COUNT = Rule(
 )
 
 
-@DOMAINS_COUNT.check
-def _domains_count(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    return _count(note, ctx, "domains", DOMAINS_COUNT)
-
-
-@DOMAINS_COUNT.quick
-def _domains_count_quick(ctx: LintContext) -> QuickPredicate | None:
-    return _count_quick(ctx, "domains")
-
 
 ALIASES_COUNT = Rule(
     "aliases-count", "vocabulary", WARNING,
@@ -315,15 +315,6 @@ ALIASES_COUNT = Rule(
     "aliases: [push swap]", None, needs_taxonomy=True,
 )
 
-
-@ALIASES_COUNT.check
-def _aliases_count(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    return _count(note, ctx, "aliases", ALIASES_COUNT)
-
-
-@ALIASES_COUNT.quick
-def _aliases_count_quick(ctx: LintContext) -> QuickPredicate | None:
-    return _count_quick(ctx, "aliases")
 
 
 ANSWERS_COUNT = Rule(
@@ -334,14 +325,9 @@ ANSWERS_COUNT = Rule(
 )
 
 
-@ANSWERS_COUNT.check
-def _answers_count(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
-    return _count(note, ctx, "answers", ANSWERS_COUNT)
-
-
-@ANSWERS_COUNT.quick
-def _answers_count_quick(ctx: LintContext) -> QuickPredicate | None:
-    return _count_quick(ctx, "answers")
+_counted(DOMAINS_COUNT, "domains")
+_counted(ALIASES_COUNT, "aliases")
+_counted(ANSWERS_COUNT, "answers")
 
 
 PRIORITY_RANGE = Rule(
