@@ -8,10 +8,14 @@ This table is the single source for the SARIF rule descriptors, `docs/rules.md` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 from vaulttools.lint import suppression
 from vaulttools.lint.rule import ENGINE_VERSION, Rule
 from vaulttools.lint.rules import books, frontmatter, links, profile, retrieval, slugs, vocabulary
+
+if TYPE_CHECKING:
+    from grasbot import Note
 
 __all__ = ["ENGINE_VERSION", "Rule", "RULES", "RULE_NAMES", "get_rule", "render_rules_markdown", "suppressed_rules"]
 
@@ -59,7 +63,7 @@ def get_rule(name: str) -> Rule:
     return _BY_NAME[name]
 
 
-def suppressed_rules(note) -> frozenset[str]:
+def suppressed_rules(note: Note) -> frozenset[str]:
     """The rules a note turns off for itself with `vaulttools-ignore: [rule, ...]` (`all` for every rule)."""
     names = frontmatter.suppressed_names(note)
     return _ALL_SUPPRESSIBLE if names is None else names

@@ -82,7 +82,7 @@ class Rule:
     def quick(self, factory: QuickFactory) -> QuickFactory:
         """Decorator: `factory(ctx)` gives this note rule's quick-clean predicate for a run.
 
-        The predicate sees only notes that passed the quick gate (`vaulttools.lint.rules.quick.GATE`: the note
+        The predicate sees only notes that passed the quick gate (`vaulttools.lint.rules.quick.gate`: the note
         read without problem, a frontmatter mapping whose known fields have their expected types), so it may
         take `meta["tags"]` to be a list of strings. It must answer True only when the check would report
         nothing: when in doubt, False (the check then runs). A note rule without one turns the quick path off."""
