@@ -313,6 +313,9 @@ class Answer:
     body: dict[str, Any]
     text: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # ms: retrieval, prompt, llm, total
+    #: the generated answer's faithfulness, as the trace's `faithfulness` score has it (None: no answer, or
+    #: no factual sentence); `vaulttools eval --answers` records it in its dataset runs
+    faithfulness: float | None = None
 
     def server_timing(self) -> str:
         """The `Server-Timing` header: lets a client (and the benchmark) split LLM time from the rest."""
@@ -751,7 +754,7 @@ class Service:
                 timings["total"] = (time.perf_counter() - begun) * 1000
                 return failed
             verify_started = time.perf_counter()
-            text, verification, grounded = await self._verified_answer(trace, snap, prompt, messages, generation.text)
+            text, verification, grounded, faithfulness = await self._verified_answer(trace, snap, prompt, messages, generation.text)
             timings["verify"] = (time.perf_counter() - verify_started) * 1000
             sources = given if grounded else []
             _score_grounded(trace, grounded)
@@ -762,7 +765,7 @@ class Service:
         await self.memory.remember(session_id, question, text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         body = {"response": text, **base, "sources": sources, "grounded": grounded, "verification": verification}
-        return Answer(200, body, text, timings)
+        return Answer(200, body, text, timings, faithfulness)
 
     # -- verification -------------------------------------------------------------------------------
     def _subjects(self, snap: VaultSnapshot) -> frozenset[str]:
@@ -775,11 +778,11 @@ class Service:
 
     async def _verified_answer(
         self, trace: Any, snap: VaultSnapshot, prompt: Prompt, messages: list[dict[str, str]], draft: str
-    ) -> tuple[str, dict[str, Any], bool]:
+    ) -> tuple[str, dict[str, Any], bool, float | None]:
         """Verify `draft` against exactly the passages the model was given, apply `GRASBOT_VERIFY_POLICY`,
         and trace it (span `verification`, score `faithfulness`, tag `unsupported-claims`). Returns the
-        answer to give, its verification (the JSON of `vaulttools verify`, plus `policy` and `removed`) and
-        the final `grounded` (docs/service.md, the decision table)."""
+        answer to give, its verification (the JSON of `vaulttools verify`, plus `policy` and `removed`),
+        the final `grounded` (docs/service.md, the decision table) and the draft's faithfulness."""
         policy = self.settings.verify_policy
         passages = context_passages(prompt.notes, snap.hidden)
         subjects = self._subjects(snap)
@@ -815,7 +818,7 @@ class Service:
             trace.score("faithfulness", round(faithfulness, 4), "NUMERIC")
         if first.flagged():
             trace.add_tags(["unsupported-claims"])
-        return text, body, grounded
+        return text, body, grounded, faithfulness
 
     async def _system_prompt(self, profile: Profile) -> SystemPrompt:
         """This answer's system prompt: from Langfuse Prompts when configured (off the event loop: the
