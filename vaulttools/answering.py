@@ -52,6 +52,8 @@ STATUSES = ("verified", "partial", "unsupported", "abstained", "failed")
 USER_ID = "vaulttools-eval"
 #: At most this long to stop the service (its Langfuse flush is bounded to 5 s).
 STOP_SECONDS = 30.0
+#: Beyond the LLM's own time bounds, the most an answer may take (retrieval and verification are milliseconds).
+ANSWER_SLACK_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +207,15 @@ class ServiceAnswerer:
         return service
 
     def _call(self, coro: Any, timeout: float | None = None) -> Any:
+        """Run `coro` on the service's loop and wait for it; cancelled there if the wait ends otherwise
+        (a timeout, Ctrl-C)."""
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
 
     def answer(self, question: Question) -> AnswerResult:
         """The service's answer to `question`, as a new conversation. Never raises for one bad item: an
@@ -214,8 +223,14 @@ class ServiceAnswerer:
         result saying why, and the next question is answered."""
         assert self.service is not None, "use ServiceAnswerer as a context manager"
         started = time.perf_counter()
+        # the service bounds a generation (LLM_TIMEOUT, twice with the retry policy): this only guards the
+        # eval against a service that would not end an answer at all
+        bound = 2 * (self.settings.llm_timeout + self.settings.llm_connect_timeout) + ANSWER_SLACK_SECONDS
         try:
-            answer = self._call(self.service.answer(question.q, None, USER_ID))
+            answer = self._call(self.service.answer(question.q, None, USER_ID), bound)
+        except TimeoutError:
+            return AnswerResult(question, "failed", error=f"timeout: no answer within {bound:.0f} s",
+                                elapsed_ms=(time.perf_counter() - started) * 1000.0)  # fmt: skip
         except Exception as error:  # noqa: BLE001 - one item fails, the run goes on
             return AnswerResult(question, "failed", error=f"internal error: {type(error).__name__}",
                                 elapsed_ms=(time.perf_counter() - started) * 1000.0)  # fmt: skip
