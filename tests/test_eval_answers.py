@@ -220,6 +220,12 @@ def test_a_langfuse_dataset_answered_through_an_openai_compatible_server(
 
     assert_nothing_private(collector.all_payload_text(), json.dumps(fake_openai.chat_requests(), ensure_ascii=False), done.stdout)
 
+    # the eval's answers are tagged, and no export from traces takes them for a visitor's questions
+    assert all("vaulttools-eval" in (s.attributes.get("langfuse.trace.tags") or []) for s in collector.spans_named("ask"))
+    assert any("grounded" in (s.attributes.get("langfuse.trace.tags") or []) for s in collector.spans_named("ask"))
+    exported = vaulttools("eval", "--export-dataset", "from-eval", "--from-traces", "--tag", "grounded", env=langfuse, cwd=tmp_path)
+    assert exported.returncode == 0 and "no trace matches: nothing exported" in exported.stderr, exported.stderr
+
 
 def test_a_dataset_run_goes_on_when_the_llm_is_down(vault: Path, question_set: Path, collector: LangfuseCollector, tmp_path: Path) -> None:
     langfuse = langfuse_env(collector)

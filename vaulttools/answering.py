@@ -14,7 +14,7 @@ again here.
 Two things differ from a server, on purpose: the service's state folder is a temporary one (an eval writes
 no session key or reload stamp of the user's), and Redis is never used (an eval's answers never enter a
 deployment's shared conversation memory). Each question is a new conversation, traced (when Langfuse is
-configured) with the user id `vaulttools-eval`.
+configured) with the user id and the tag `vaulttools-eval`.
 
 The service and its clients live on an event loop in a thread of their own, and `answer()` hands each
 question over and waits for it: `Langfuse.run_experiment` runs a dataset run's tasks on an event loop of
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 STATUSES = ("verified", "partial", "unsupported", "abstained", "failed")
 #: The user id of the eval's traces (a visitor's traces carry the front-end's id).
 USER_ID = "vaulttools-eval"
+#: The tag of the eval's traces: `--export-dataset --from-traces` leaves them out (an eval's answers are no
+#: visitor's questions).
+EVAL_TAG = "vaulttools-eval"
 #: At most this long to stop the service (its Langfuse flush is bounded to 5 s).
 STOP_SECONDS = 30.0
 #: Beyond the LLM's own time bounds, the most an answer may take (retrieval and verification are milliseconds).
@@ -226,8 +229,11 @@ class ServiceAnswerer:
         # the service bounds a generation (LLM_TIMEOUT, twice with the retry policy): this only guards the
         # eval against a service that would not end an answer at all
         bound = 2 * (self.settings.llm_timeout + self.settings.llm_connect_timeout) + ANSWER_SLACK_SECONDS
+        from langfuse import propagate_attributes
+
         try:
-            answer = self._call(self.service.answer(question.q, None, USER_ID), bound)
+            with propagate_attributes(tags=[EVAL_TAG]):  # carried to the service's trace with the context
+                answer = self._call(self.service.answer(question.q, None, USER_ID), bound)
         except TimeoutError:
             return AnswerResult(question, "failed", error=f"timeout: no answer within {bound:.0f} s",
                                 elapsed_ms=(time.perf_counter() - started) * 1000.0)  # fmt: skip

@@ -249,7 +249,9 @@ def export_questions(langfuse: Any, name: str, questions: Sequence[Question], so
 
 def questions_from_traces(langfuse: Any, score: str | None, tag: str | None) -> tuple[list[Question], list[str]]:
     """The questions of the `ask` traces that carry `score` (`name=value`) or `tag`, oldest first, and their
-    trace ids. A question asked in several traces is taken once."""
+    trace ids. A question asked in several traces is taken once; the answers of `vaulttools eval --answers`
+    (tagged `vaulttools-eval`) are no visitor's questions and are left out."""
+    from vaulttools.answering import EVAL_TAG
     from vaulttools.evaluation import Question
 
     wanted: list[str] = []
@@ -275,7 +277,7 @@ def questions_from_traces(langfuse: Any, score: str | None, tag: str | None) -> 
     traces: list[str] = []
     seen: set[str] = set()
     for trace_id, query, tags in _ask_traces(langfuse, wanted if score is not None else None):
-        if tag is not None and tag not in tags:
+        if (tag is not None and tag not in tags) or EVAL_TAG in tags:
             continue
         key = " ".join(query.split()).casefold()
         if key in seen:
