@@ -150,12 +150,17 @@ def test_a_local_set_answered_through_ollama(vault: Path, question_set: Path, fa
 
 
 def test_an_llm_that_errs_on_one_item_and_one_that_is_down(vault: Path, question_set: Path, fake_ollama: FakeOllama, tmp_path: Path) -> None:
-    # the model answers nothing to the weather question: that item fails, the others are answered
+    # the model answers nothing to the weather question, and the salary question is longer than the service
+    # takes (ASK_MAX_CHARS, as the API refuses it): those items fail, the other is answered
     fake_ollama.script(reply=lambda body: "" if question_of(body) == WEATHER else reply(body))
-    done = vaulttools("eval", "--vault", str(vault), "--answers", "--json", str(question_set), env=ollama_env(fake_ollama), cwd=tmp_path)
+    env = ollama_env(fake_ollama) | {"ASK_MAX_CHARS": str(len(SALARY) - 1)}
+    done = vaulttools("eval", "--vault", str(vault), "--answers", "--json", str(question_set), env=env, cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # an answer failed: said by the exit code
     items = by_id(json.loads(done.stdout))
     assert items["meteo"]["answer"]["status"] == "failed" and "empty answer" in items["meteo"]["answer"]["error"]
+    assert items["salaire"]["answer"]["status"] == "failed"
+    assert items["salaire"]["answer"]["error"] == f"question_too_long: the question is longer than {len(SALARY) - 1} characters"
+    assert SALARY not in [question_of(c) for c in fake_ollama.chat_requests()]  # never sent to the model
     assert items["rust"]["answer"]["faithfulness"] == EXPECTED_FAITHFULNESS  # the run went on
     assert "Traceback" not in done.stderr
 

@@ -206,6 +206,8 @@ class ServiceAnswerer:
             service = Service(settings, self.root)
         except ProfileError as error:  # the profile's file and line, as `grasbot serve` says it
             raise CliError(str(error)) from None
+        except OSError as error:  # a vault that vanished or cannot be read since the retrieval read it
+            raise CliError(f"{self.root}: {error.strerror or error}") from None
         await service.start()
         return service
 
@@ -231,9 +233,14 @@ class ServiceAnswerer:
         bound = 2 * (self.settings.llm_timeout + self.settings.llm_connect_timeout) + ANSWER_SLACK_SECONDS
         from langfuse import propagate_attributes
 
+        from grasbot.service.api import ApiError, check_question
+
         try:
+            asked = check_question(question.q, self.settings.ask_max_chars)  # cleaned as the routes clean it
             with propagate_attributes(tags=[EVAL_TAG]):  # carried to the service's trace with the context
-                answer = self._call(self.service.answer(question.q, None, USER_ID), bound)
+                answer = self._call(self.service.answer(asked, None, USER_ID), bound)
+        except ApiError as error:
+            return AnswerResult(question, "failed", error=f"{error.code}: {error.message}")
         except TimeoutError:
             return AnswerResult(question, "failed", error=f"timeout: no answer within {bound:.0f} s",
                                 elapsed_ms=(time.perf_counter() - started) * 1000.0)  # fmt: skip

@@ -117,7 +117,9 @@ def clean_question(raw: str) -> str:
     return " ".join(text.split())
 
 
-def _check_question(raw: str | None, max_chars: int) -> str:
+def check_question(raw: str | None, max_chars: int) -> str:
+    """The question as the service answers it (`clean_question`); ApiError when it is empty or too long
+    (the routes', and `vaulttools eval --answers`' for a dataset's questions)."""
     question = clean_question(raw or "")
     if not question:
         raise ApiError(400, "empty_question", "the question `q` is empty")
@@ -1331,7 +1333,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
         refusal = origin_refusal(request, settings.cors_origins)
         if refusal is not None:
             return refusal
-        question = _check_question(q, settings.ask_max_chars)
+        question = check_question(q, settings.ask_max_chars)
         sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
         await service.catch_up()  # never an answer from a vault another worker has reloaded since
         slot = await service.admit(visitor_of(request))
@@ -1371,7 +1373,7 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
             return reconnection_refusal()
         as_event_source = accepts_event_stream(request)
         try:
-            question = _check_question(q, settings.ask_max_chars)
+            question = check_question(q, settings.ask_max_chars)
             sid, uid = _check_id("session_id", session_id), _check_id("user_id", user_id)
             await service.catch_up()  # never an answer from a vault another worker has reloaded since
             slot = await service.admit(visitor_of(request))  # 429 before any work (grasbot/service/limits.py)
