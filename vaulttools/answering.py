@@ -1,6 +1,6 @@
 """Answers for `vaulttools eval --answers` (docs/service.md, "Evaluation datasets in Langfuse").
 
-Each question is answered by the service itself: `grasbot.service.api.Service.answer`, the code behind
+Each question is answered by the service itself: `grasbot.service.service.Service.answer`, the code behind
 `GET /ask`, on the vault given and with the service's settings (the environment and `.env`: `LLM_BACKEND`,
 `LLM_BASE_URL`/`OLLAMA_URL`, `LLM_MODEL`, `GRASBOT_PROFILE`, `GRASBOT_VERIFY_POLICY`, the private folders and
 tags...). So an answer goes the way of a visitor's question (docs/architecture.md, "The way of a question"):
@@ -41,7 +41,7 @@ from vaulttools.commands._common import CliError
 
 if TYPE_CHECKING:
     from grasbot.model import PrivacyPolicy
-    from grasbot.service.api import Answer, Service
+    from grasbot.service.service import Answer, Service
     from grasbot.service.settings import Settings
     from vaulttools.evaluation import Question
 
@@ -200,7 +200,7 @@ class ServiceAnswerer:
 
     async def _start(self, settings: Settings) -> Service:
         from grasbot.answer.profile import ProfileError
-        from grasbot.service.api import Service
+        from grasbot.service.service import Service
 
         try:
             service = Service(settings, self.root)
@@ -233,7 +233,8 @@ class ServiceAnswerer:
         bound = 2 * (self.settings.llm_timeout + self.settings.llm_connect_timeout) + ANSWER_SLACK_SECONDS
         from langfuse import propagate_attributes
 
-        from grasbot.service.api import ApiError, check_question
+        from grasbot.service.errors import ApiError
+        from grasbot.service.inputs import check_question
 
         try:
             asked = check_question(question.q, self.settings.ask_max_chars)  # cleaned as the routes clean it
