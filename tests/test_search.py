@@ -661,3 +661,24 @@ def test_a_title_word_few_titles_share_is_a_stronger_sign_than_one_most_share(tm
     result = SearchIndex.build(Vault.load(tmp_path)).search("zorbix atelier")
     assert result.hits[0].id == "velo"
     assert result.hits[0].score > result.hits[1].score
+
+
+def test_a_misspelling_that_stems_to_a_rare_real_word_is_also_read_as_the_vault_name(tmp_path: Path) -> None:
+    # `cliper` stems to `clip`, a real word of one note; the vault names `clipper` in a title and in
+    # several notes. The token as typed stays, and the name one edit away is looked for too: the
+    # Clipper note first (without the rule only the note that says `clip` matches).
+    _write(tmp_path, "montage", "---\ntitle: Montage vidéo\n---\nChaque clip dure dix secondes.\n")
+    _write(tmp_path, "clipper", "---\ntitle: Web Clipper\n---\nLe clipper capture une page dans le coffre.\n")
+    for i in range(5):
+        _write(tmp_path, f"guide-{i}", f"---\ntitle: Guide {i}\n---\nLe clipper garde la page numéro {i}.\n")
+    for i, topic in enumerate(("jardin", "cuisine", "musique", "voyage", "lecture", "peinture", "cinéma", "danse")):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Carnet {topic}\n---\nDes idées de {topic} pour le week-end.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("comment installer le cliper ?")
+    assert result.stats["respelled"] == {"clip": "clipp"}
+    assert result.hits[0].id == "clipper"
+    # the name itself is not respelled, nor a word too short to be a misspelling, nor a name written
+    # with a capital (`Cliper` could be a proper name)
+    assert index.search("le clipper").stats["respelled"] == {}
+    assert index.search("chaque clip").stats["respelled"] == {}
+    assert index.search("comment installer Cliper ?").stats["respelled"] == {}
