@@ -682,3 +682,18 @@ def test_a_misspelling_that_stems_to_a_rare_real_word_is_also_read_as_the_vault_
     assert index.search("le clipper").stats["respelled"] == {}
     assert index.search("chaque clip").stats["respelled"] == {}
     assert index.search("comment installer Cliper ?").stats["respelled"] == {}
+
+
+def test_a_generic_word_with_many_expansions_lifts_a_note_once_not_per_synonym(tmp_path: Path) -> None:
+    # `changer` expands (grasbot/search/lexicon.py) to `configurer`, `modifier`, `personnaliser`,
+    # `paramètres`, `réglages`...: a note that lists them all says "change" again and again, not more
+    # about the question's subject. Ranking counts a word's synonyms at their best in the note (plus a
+    # share of the others, `grounding.RANK_OTHER_SHARE`), as the evidence does: the note about the colours
+    # first (with the plain sum, `RANK_OTHER_SHARE = 1`, the list of synonyms wins).
+    _write(tmp_path, "couleurs", "---\ntitle: Apparence\n---\nLes couleurs de l'interface se choisissent.\n")
+    _write(tmp_path, "options", "---\ntitle: Options\n---\nConfigurer, modifier, personnaliser : les paramètres et les "
+           "réglages de l'interface.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("Comment changer les couleurs de l'interface ?")
+    assert [h.id for h in result.hits[:2]] == ["couleurs", "options"]
