@@ -697,3 +697,18 @@ def test_a_generic_word_with_many_expansions_lifts_a_note_once_not_per_synonym(t
         _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
     result = SearchIndex.build(Vault.load(tmp_path)).search("Comment changer les couleurs de l'interface ?")
     assert [h.id for h in result.hits[:2]] == ["couleurs", "options"]
+
+
+def test_an_identifier_keeps_its_stop_words(tmp_path: Path) -> None:
+    # `expand_by_graph` is one name: its `by` is part of it. Without it the question is "expand graph",
+    # and the note that says both words often outranks the one that names the function.
+    _write(tmp_path, "recherche", "---\ntitle: Recherche\n---\nLa fonction expand_by_graph ajoute les voisins.\n")
+    _write(tmp_path, "graphe", "---\ntitle: Vue\n---\nExpand the graph, expand every graph node.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("que fait expand_by_graph ?")
+    assert result.tokens == ("expand", "by", "graph")
+    assert result.hits[0].id == "recherche"
+    # the same words written apart are plain words: `by` stays a stop word
+    assert index.search("expand by graph").tokens == ("expand", "graph")

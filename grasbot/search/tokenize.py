@@ -4,7 +4,8 @@ Pipeline, per text: `c++` -> `cpp` and `c#` -> `csharp` (before punctuation is l
 (`l'`, `d'`, `qu'`, `j'`, `n'`, `s'`, `c'`, `m'`, `t'`) removed, lowercase, split on anything that is not a
 letter or a digit (so `-`, `_`, `'`, `?`, `.` never stay in a token), accents folded, stop words dropped
 (French, English, and the conversational fillers of a question: "parle-moi", "peux-tu", ...), Snowball
-French stemming.
+French stemming. The parts of an identifier joined by `_` (`expand_by_graph`, `so_long`) keep their stop
+words: they are one name, and `expand_by_graph` is not any note with `expand` and `graph`.
 
 Folding happens *before* stemming on purpose: a visitor who types `securite` must meet the note that says
 `sécurité`, so both spellings have to reach the stemmer as the same string. Stems are cached per word: a
@@ -39,6 +40,7 @@ _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
 # of `c'est` is removed before splitting.
 _ELISION = re.compile(r"\bc['’ʼ`](?=\w)")
 _WORD = re.compile(r"[^\W_]+")
+_CHUNK = re.compile(r"\w+")  # words with their underscores: identifiers
 
 _FRENCH = """
 a à ai aie aient aies ait alors as au aucun aucune aupres auquel aura aurai auraient aurais aurait auras
@@ -165,7 +167,24 @@ def words(text: str) -> list[str]:
 
 def _tokens_slow(text: str) -> list[str]:
     token = _token
-    return [t for t in map(token, _WORD.findall(text)) if t]
+    if "_" not in text:
+        return [t for t in map(token, _WORD.findall(text)) if t]
+    out: list[str] = []
+    for chunk in _CHUNK.findall(text):
+        parts = [p for p in chunk.split("_") if p]
+        if len(parts) < 2:
+            out.extend(t for t in map(token, parts) if t)
+            continue
+        # An identifier (`expand_by_graph`, `so_long`, `is_public`): one name, so its stop words are
+        # part of it and kept (folded, of two letters or more): `expand_by_graph` is not `expand graph`.
+        for part in parts:
+            found = token(part)
+            if not found:
+                folded = fold(part)
+                found = folded if len(folded) > 1 and folded.isalpha() else ""
+            if found:
+                out.append(found)
+    return out
 
 
 # Fast path for long texts: bytes.translate + split run in C. ASCII punctuation becomes a blank, ASCII
@@ -173,8 +192,8 @@ def _tokens_slow(text: str) -> list[str]:
 # tokens through a cache, and the rare word with non-ASCII punctuation glued to it (`l’objectif`,
 # `«mot»`) takes the regex path above once, on its first appearance.
 _TABLE = bytes(
-    (c + 32 if 65 <= c <= 90 else c) if (c >= 0x80 or chr(c).isalnum()) else 32 for c in range(256)
-)
+    (c + 32 if 65 <= c <= 90 else c) if (c >= 0x80 or chr(c).isalnum() or c == 0x5F) else 32 for c in range(256)
+)  # `_` stays inside a raw word: an identifier's parts are read together (`_tokens_slow`)
 _RAW: dict[bytes, tuple[str, ...]] = {}
 
 
@@ -196,14 +215,15 @@ def raw_words_tokens(raws: Sequence[bytes]) -> list[tuple[str, ...]]:
     texts = [raw.decode("utf-8", "replace") for raw in raws]
     # An ASCII raw word is one word (`_TABLE` left only letters and digits in it); others are split as
     # `_tokens_slow` splits them.
-    parts = [[text] if text.isascii() else _WORD.findall(text) for text in texts]
+    parts = [[text] if text.isascii() and "_" not in text else _WORD.findall(text) for text in texts]
     folded = list(map(fold, chain.from_iterable(parts)))
     stems = stem_words(folded) if folded else []
     out: list[tuple[str, ...]] = []
     at = 0
-    for part in parts:
+    for text, part in zip(texts, parts):
         end = at + len(part)
-        out.append(tuple(s for s in stems[at:end] if s))
+        # an identifier keeps its stop words (`_tokens_slow`): rare, word by word
+        out.append(tuple(_tokens_slow(text)) if "_" in text else tuple(s for s in stems[at:end] if s))
         at = end
     return out
 
