@@ -712,3 +712,22 @@ def test_an_identifier_keeps_its_stop_words(tmp_path: Path) -> None:
     assert result.hits[0].id == "recherche"
     # the same words written apart are plain words: `by` stays a stop word
     assert index.search("expand by graph").tokens == ("expand", "graph")
+
+
+def test_a_plan_name_made_of_a_stop_word_keeps_it(tmp_path: Path) -> None:
+    # "Sync Plus" is a plan: its `Plus`, written with a capital after a capitalised word, is part of the
+    # name, not the stop word `plus`. Without it the question is "Sync", and any note on Sync may come first.
+    _write(tmp_path, "a-sync", "---\ntitle: Coffres\n---\nSync synchronise le coffre. Sync chiffre les notes.\n")
+    _write(tmp_path, "forfaits", "---\ntitle: Forfaits\n---\nLe forfait Sync Plus garde les versions un an, "
+           "de plus il offre dix gigaoctets.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}, plus petite.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("Que comprend Sync Plus ?")
+    assert "plus" in result.tokens
+    assert result.hits[0].id == "forfaits"
+    # `plus` written as a plain word stays a stop word, in questions and notes
+    assert "plus" not in index.search("Sync est plus rapide ?").tokens
+    # and the notes' plain "plus" ("plus petite") is not indexed: only the note naming the plan and
+    # the one on Sync match
+    assert [h.id for h in index.search("Sync Plus").hits] == ["forfaits", "a-sync"]

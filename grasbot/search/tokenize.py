@@ -5,7 +5,8 @@ Pipeline, per text: `c++` -> `cpp` and `c#` -> `csharp` (before punctuation is l
 letter or a digit (so `-`, `_`, `'`, `?`, `.` never stay in a token), accents folded, stop words dropped
 (French, English, and the conversational fillers of a question: "parle-moi", "peux-tu", ...), Snowball
 French stemming. The parts of an identifier joined by `_` (`expand_by_graph`, `so_long`) keep their stop
-words: they are one name, and `expand_by_graph` is not any note with `expand` and `graph`.
+words: they are one name, and `expand_by_graph` is not any note with `expand` and `graph`. So does a
+stop word written with a capital right after a capitalised word: the plan "Sync Plus" is not "Sync".
 
 Folding happens *before* stemming on purpose: a visitor who types `securite` must meet the note that says
 `sécurité`, so both spellings have to reach the stemmer as the same string. Stems are cached per word: a
@@ -126,6 +127,22 @@ _REWRITES = re.compile(r"[cC](?: ?[+#]|['’ʼ])")
 _REWRITES_BYTES = re.compile(b"c(?: ?[+#]|'|" + "’".encode() + b"|" + "ʼ".encode() + b")")  # the same on UTF-8
 
 
+# A stop word written with a capital right after a capitalised word is part of a name ("Sync Plus",
+# "Premium Plus", "Obsidian Publish Standard"): joined to it by `_`, it is kept as an identifier's part
+# (`_tokens_slow`). The capital must be the text's: a sentence's first word after a name ("Rust. Il")
+# is not one (a full stop stands between), nor "Le Havre" (the first word is itself a stop word).
+_NAMED_STOP = re.compile(
+    r"(?<![\w.!?])([A-ZÀ-Ý][^\W_]+)[ \u00a0]+("
+    + "|".join(sorted({w.capitalize() for w in STOP_WORDS if len(w) > 1 and w.isascii() and w.isalpha()}, key=lambda w: (-len(w), w)))
+    + r")(?![\w'’])"
+)
+
+
+def _join_named_stop(match: re.Match[str]) -> str:
+    head = match.group(1)
+    return match.group(0) if fold(head) in STOP_WORDS else f"{head}_{match.group(2)}"
+
+
 def _case_simple(text: str) -> bool:
     """False when `text` holds one of the two characters whose lower case is not one letter for one letter,
     word by word: `İ` becomes `i` and a combining dot (which splits a word), `Σ` depends on the next letter."""
@@ -133,6 +150,8 @@ def _case_simple(text: str) -> bool:
 
 
 def _prepare(text: str) -> str:
+    if _NAMED_STOP.search(text) is not None:
+        text = _NAMED_STOP.sub(_join_named_stop, text)
     if len(text) > 200 and _REWRITES.search(text) is None and _case_simple(text):
         # Nothing to rewrite: no need to lowercase a long body here (a copy of it). `_TABLE` lowercases
         # ASCII letters and `fold` every other one, word by word, to the same tokens.
@@ -257,7 +276,7 @@ def raw_words_of(texts: Sequence[str]) -> list[bytes] | None:
     one letter) or holds a NUL: then `tokenize` them. Otherwise the tokens of a text's raw words, one after
     the other, are `tokenize(text)`: lowercasing it first changes no token (`raw_word_tokens` folds)."""
     joined = " \x00 ".join(texts) + " \x00"
-    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined):
+    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined) or _NAMED_STOP.search(joined) is not None:
         return None
     return joined.encode("utf-8", "surrogatepass").translate(_TABLE_SEPARATOR).split()
 
@@ -269,7 +288,7 @@ def raw_word_counts(text: str) -> Counter[bytes]:
     if len(text) > 200 and _case_simple(text):
         # `_prepare`'s test on the UTF-8 bytes, ASCII-lowercased: a faster scan of a long body.
         data = text.encode("utf-8", "surrogatepass")
-        if _REWRITES_BYTES.search(data.lower()) is None:
+        if _REWRITES_BYTES.search(data.lower()) is None and _NAMED_STOP.search(text) is None:
             return Counter(data.translate(_TABLE).split())
     return Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
 
