@@ -731,3 +731,20 @@ def test_a_plan_name_made_of_a_stop_word_keeps_it(tmp_path: Path) -> None:
     # and the notes' plain "plus" ("plus petite") is not indexed: only the note naming the plan and
     # the one on Sync match
     assert [h.id for h in index.search("Sync Plus").hits] == ["forfaits", "a-sync"]
+
+
+def test_a_title_named_but_for_words_most_titles_share_is_named_whole(tmp_path: Path) -> None:
+    # "Importer depuis Zorg Notes": the question holds every word of it but `depuis`, which most titles
+    # share: the title is named whole (`TITLE_NAMED_SHARE`), and its note comes before a sibling whose
+    # body says every word of the question, `iphone` more often (with the rule off, 1.1, the sibling wins).
+    _write(tmp_path, "zorg-notes", "---\ntitle: Importer depuis Zorg Notes\n---\nMigrer vers le coffre, avec les dossiers, "
+           "les pièces jointes, les étiquettes, les dates de création et les liens de chaque carnet.\n")
+    _write(tmp_path, "zorg-journal", "---\ntitle: Importer depuis Zorg Journal\n---\nSur iphone, Zorg Journal remplace les "
+           "notes de Zorg. Importer depuis l'iphone : l'iphone exporte le journal.\n")
+    for name in ("Bear", "Craft", "Evernote", "Keep", "Notion", "Roam"):
+        _write(tmp_path, f"import-{name.lower()}", f"---\ntitle: Importer depuis {name}\n---\nMigrer depuis {name}.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("Can I import my Zorg Notes from my iphone?")
+    assert result.hits[0].id == "zorg-notes" and "title" in result.hits[0].reasons
+    # a title missing one of its rare words is only part of it
+    assert "title-partial" in next(h for h in result.hits if h.id == "zorg-journal").reasons

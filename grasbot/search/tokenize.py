@@ -131,16 +131,32 @@ _REWRITES_BYTES = re.compile(b"c(?: ?[+#]|'|" + "’".encode() + b"|" + "ʼ".enc
 # "Premium Plus", "Obsidian Publish Standard"): joined to it by `_`, it is kept as an identifier's part
 # (`_tokens_slow`). The capital must be the text's: a sentence's first word after a name ("Rust. Il")
 # is not one (a full stop stands between), nor "Le Havre" (the first word is itself a stop word).
-_NAMED_STOP = re.compile(
-    r"(?<![\w.!?])([A-ZÀ-Ý][^\W_]+)[ \u00a0]+("
-    + "|".join(sorted({w.capitalize() for w in STOP_WORDS if len(w) > 1 and w.isascii() and w.isalpha()}, key=lambda w: (-len(w), w)))
-    + r")(?![\w'’])"
-)
+_CAP_PAIR = re.compile(r"([A-ZÀ-Ý][^\W_]*)(?=([ \u00a0]+)([A-Z][a-z]{1,9})(?![\w'’]))")
+_CAP_STOPS = frozenset(w.capitalize() for w in STOP_WORDS if len(w) > 1 and w.isascii() and w.isalpha())
 
 
-def _join_named_stop(match: re.Match[str]) -> str:
-    head = match.group(1)
-    return match.group(0) if fold(head) in STOP_WORDS else f"{head}_{match.group(2)}"
+def _named_stops(text: str) -> list[int]:
+    """Where to join: the offsets of the blanks between a capitalised word and a capitalised stop word
+    after it (one C-level scan of the capitalised pairs; the stop words checked in a set)."""
+    out = []
+    for match in _CAP_PAIR.finditer(text):
+        if match.group(3) in _CAP_STOPS and fold(match.group(1)) not in STOP_WORDS:
+            out.append(match.end())
+    return out
+
+
+def _join_named_stops(text: str, at: list[int]) -> str:
+    parts = []
+    last = 0
+    for start in at:
+        end = start
+        while text[end] in " \u00a0":
+            end += 1
+        parts.append(text[last:start])
+        parts.append("_")
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _case_simple(text: str) -> bool:
@@ -150,8 +166,9 @@ def _case_simple(text: str) -> bool:
 
 
 def _prepare(text: str) -> str:
-    if _NAMED_STOP.search(text) is not None:
-        text = _NAMED_STOP.sub(_join_named_stop, text)
+    named = _named_stops(text)
+    if named:
+        text = _join_named_stops(text, named)
     if len(text) > 200 and _REWRITES.search(text) is None and _case_simple(text):
         # Nothing to rewrite: no need to lowercase a long body here (a copy of it). `_TABLE` lowercases
         # ASCII letters and `fold` every other one, word by word, to the same tokens.
@@ -276,7 +293,7 @@ def raw_words_of(texts: Sequence[str]) -> list[bytes] | None:
     one letter) or holds a NUL: then `tokenize` them. Otherwise the tokens of a text's raw words, one after
     the other, are `tokenize(text)`: lowercasing it first changes no token (`raw_word_tokens` folds)."""
     joined = " \x00 ".join(texts) + " \x00"
-    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined) or _NAMED_STOP.search(joined) is not None:
+    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined) or _named_stops(joined):
         return None
     return joined.encode("utf-8", "surrogatepass").translate(_TABLE_SEPARATOR).split()
 
@@ -288,7 +305,7 @@ def raw_word_counts(text: str) -> Counter[bytes]:
     if len(text) > 200 and _case_simple(text):
         # `_prepare`'s test on the UTF-8 bytes, ASCII-lowercased: a faster scan of a long body.
         data = text.encode("utf-8", "surrogatepass")
-        if _REWRITES_BYTES.search(data.lower()) is None and _NAMED_STOP.search(text) is None:
+        if _REWRITES_BYTES.search(data.lower()) is None and not _named_stops(text):
             return Counter(data.translate(_TABLE).split())
     return Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
 
