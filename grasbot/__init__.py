@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "RetrievalLimits": "grasbot.answer.pipeline",
     "RetrievalPipeline": "grasbot.answer.pipeline",
     "is_servable": "grasbot.answer.prompt",
+    "page_fields": "grasbot.answer.pages",
     # who the bot is for a vault (answering profiles)
     "PROFILE_FILE": "grasbot.answer.profile",
     "Profile": "grasbot.answer.profile",

@@ -11,7 +11,11 @@ OpenAI's chat completions, as llama.cpp's llama-server, vLLM, LM Studio and Lite
 - errors as `{"error": {"message", "type", "param", "code"}}` with their status: 401 `invalid_api_key`
   when the server has a key and the request's `Authorization: Bearer` differs, 404 `model_not_found` for an
   unknown model, any status on demand; mid-stream, a `data: {"error": {...}}` event after the first piece,
-  or (`error_line=True`) the `error: {...}` line some llama.cpp versions write instead.
+  or (`error_line=True`) the `error: {...}` line some llama.cpp versions write instead;
+- fields it does not take (`refuses`): a request carrying one gets a 400 as the real servers send it:
+  `max_tokens` as OpenAI's reasoning models refuse it (`unsupported_parameter`, "Use
+  'max_completion_tokens' instead"), any other field (`stream_options`...) as Azure OpenAI's older API
+  versions do ("Unrecognized request argument supplied: stream_options", no `param`, no `code`).
 
 The model the server reports is `reported_model` when scripted (a provider's dated snapshot name), else
 the one asked for. It shares the fake Ollama's controls (tests/fake_ollama.py): `script(...)`, the
@@ -37,6 +41,7 @@ class OpenAIScript(Script):
     no_usage: bool = False  # the server ignores `stream_options.include_usage`
     fail_code: str | None = None  # the `code` of a scripted error
     linger: float = 0.0  # seconds the server keeps the stream open after `data: [DONE]`
+    refuses: tuple[str, ...] = ()  # request fields answered with a 400 (`stream_options`, `max_tokens`...)
 
 
 class FakeOpenAI(FakeLLMServer):
@@ -60,8 +65,16 @@ class FakeOpenAI(FakeLLMServer):
             return f"chatcmpl-fake{self._ids:06d}"
 
 
-def _error(message: str, kind: str, code: str | int | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+def _error(message: str, kind: str, code: str | int | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _refusal(field: str) -> dict[str, Any]:
+    """The 400 body a real server sends for a request field it does not take."""
+    if field == "max_tokens":  # OpenAI, o1/o3/gpt-5 models
+        message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        return _error(message, "invalid_request_error", "unsupported_parameter", field)
+    return _error(f"Unrecognized request argument supplied: {field}", "invalid_request_error")  # Azure OpenAI
 
 
 class _Handler(LLMHandler):
@@ -111,6 +124,10 @@ class _Handler(LLMHandler):
         if script.drop:
             self.close_connection = True
             self.connection.close()
+            return
+        refused = [name for name in script.refuses if name in body]
+        if refused:
+            self._json(400, _refusal(refused[0]))
             return
         model = body.get("model")
         if model not in self.owner.models:

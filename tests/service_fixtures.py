@@ -28,7 +28,7 @@ import httpx
 import pytest
 import uvicorn
 
-from grasbot.service.api import create_app
+from grasbot.service.app import create_app
 from grasbot.service.cli import MAX_REQUEST_HEAD, NoDelayH11Protocol
 from grasbot.service.settings import Settings
 from grasbot.service.state import lock_path

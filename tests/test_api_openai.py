@@ -160,3 +160,22 @@ def test_config_errors_name_the_variable(tmp_path: Path) -> None:
     assert "LLM_BACKEND: expected one of ollama, openai, got 'vllm'" in run.stderr
     assert "LLM_TIMEOUT: expected a number, got 'soon'" in run.stderr
     assert "VERY-SECRET" not in run.stderr
+
+
+def test_a_server_that_refuses_stream_options_and_max_tokens_still_answers(fake_openai: FakeOpenAI) -> None:
+    """Older vLLM / Azure refuse `stream_options`, OpenAI's reasoning models `max_tokens`: the API answers
+    anyway, each refusal costs one request once, and the log says it once (grasbot/llm/openai.py)."""
+    reply = "Aurèle a appris Rust en 2020, en réécrivant un outil de géocodage [rust]."
+    fake_openai.script(reply=reply, refuses=("stream_options", "max_tokens"))
+    with run_server(openai_settings(fake_openai), SAMPLE_VAULT) as server:
+        client = server.client()
+        for _ in range(2):
+            events = sse_events(client.get("/ask/stream", params={"q": RUST}).text)
+            assert events[-1][0] == "done" and "".join(d["text"] for e, d in events if e == "token") == reply
+            r = client.get("/ask", params={"q": RUST})
+            assert r.status_code == 200 and r.json()["response"] == reply
+        sent = fake_openai.chat_requests()
+        assert len(sent) == 6  # stream: refused twice then answered; then three answered at once
+        assert all("stream_options" not in b and b["max_completion_tokens"] == 1024 for b in sent[2:])
+        logs = server.logs.text()
+        assert logs.count("refuses `stream_options`") == 1 and logs.count("refuses `max_tokens`") == 1

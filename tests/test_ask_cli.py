@@ -47,6 +47,21 @@ def test_json_marks_long_secondary_notes_as_cut(tmp_path: Path, capsys: pytest.C
     assert prompts == {"main": "whole", "long": "cut"}
 
 
+def test_json_page_fields_are_the_apis_and_stay_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A hand-edited PDF section whose `pages` holds a YAML date: `ask --json` used to pass the raw list on and
+    # stop on "date is not JSON serializable"; it now shows the same page fields as the API's sources.
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "fractions.md").write_text(
+        "---\ntitle: Les fractions\nvisibility: public\nsource: pdf/maths.pdf\n"
+        "pages: [2020-01-01, 12]\npdf_pages: [3, 4]\n---\nLes fractions se simplifient par le PGCD.\n",
+        encoding="utf-8",
+    )
+    assert main(["ask", "--vault", str(tmp_path), "--json", "fractions PGCD"]) == 0
+    top = json.loads(capsys.readouterr().out)["results"][0]
+    assert top["slug"] == "fractions"
+    assert top["pages"] == ["12"] and top["pdf_pages"] == [3, 4] and top["page_link"] == "maths.pdf#page=3"
+
+
 def test_table_output(basic: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ask", "--vault", str(basic), "Parle-moi de minishell"]) == 0
     out = capsys.readouterr().out

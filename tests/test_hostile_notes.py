@@ -394,7 +394,7 @@ def test_the_index_does_not_hold_the_words_of_links_to_hidden_notes(tmp_path: Pa
 
 def test_a_private_note_with_a_nul_byte_is_not_named_by_the_snapshot_problems(tmp_path: Path) -> None:
     from grasbot.search.index import SearchConfig
-    from grasbot.service.api import load_snapshot
+    from grasbot.service.vault_snapshot import load_snapshot
 
     write(tmp_path, "30-Parcours/journal-secret.md", b"---\ntitle: J\nvisibility: private\n---\nabc\x00def\n")
     write(tmp_path, "open.md", public_note("Open", "x"))

@@ -308,3 +308,87 @@ def test_the_fake_speaks_openai_as_the_official_client_reads_it(fake: FakeOpenAI
     fake.script(reply="un deux", error_mid_stream="boom")
     with pytest.raises(openai.APIError, match="boom"):
         list(client.chat.completions.create(model="qwen3:8b", messages=[], stream=True))
+
+
+# -- fields a server refuses ---------------------------------------------------------------------------
+def _sent(fake: FakeOpenAI) -> list[dict[str, Any]]:
+    return [r.body for r in fake.requests if r.method == "POST"]
+
+
+async def _twice(client: OpenAIBackend, streamed: bool) -> list[Generation]:
+    """Two answers from one backend (what it learns from the first, the second keeps)."""
+    results = []
+    try:
+        for _ in range(2):
+            if streamed:
+                result = Generation()
+                async for _piece in client.stream(MESSAGES, result):
+                    pass
+                results.append(result)
+            else:
+                results.append(await client.chat(MESSAGES))
+    finally:
+        await client.close()
+    return results
+
+
+def test_a_refused_stream_options_is_left_out_from_then_on(fake: FakeOpenAI, caplog: pytest.LogCaptureFixture) -> None:
+    fake.script(reply="Une réponse.", refuses=("stream_options",))
+    with caplog.at_level("WARNING", logger="grasbot.llm.openai"):
+        first, second = run(_twice(backend(fake), streamed=True))
+    assert first.text == second.text == "Une réponse."
+    sent = _sent(fake)
+    assert [("stream_options" in b) for b in sent] == [True, False, False]  # refused, sent again, remembered
+    assert all(b["max_tokens"] == 1024 and b["stream"] is True for b in sent)  # the rest as before
+    assert first.usage() == {}  # no usage asked for: none counted, none made up
+    warnings = [r.getMessage() for r in caplog.records if r.name == "grasbot.llm.openai"]
+    assert len(warnings) == 1 and "stream_options" in warnings[0] and KEY not in warnings[0]
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_refused_max_tokens_is_sent_as_max_completion_tokens(fake: FakeOpenAI, streamed: bool, caplog: pytest.LogCaptureFixture) -> None:
+    fake.script(reply="Une réponse.", refuses=("max_tokens",))
+    client = backend(fake)
+    with caplog.at_level("WARNING", logger="grasbot.llm.openai"):
+        first, second = run(_twice(client, streamed))
+    assert first.text == second.text == "Une réponse."
+    sent = _sent(fake)
+    assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in sent] == [(True, None), (False, 1024), (False, 1024)]
+    assert client.model_parameters() == {"temperature": 0.4, "max_completion_tokens": 1024}  # what the trace shows
+    if streamed:
+        assert all(b["stream_options"] == {"include_usage": True} for b in sent) and first.output_tokens == 2
+    assert len([r for r in caplog.records if r.name == "grasbot.llm.openai"]) == 1
+
+
+def test_fields_refused_one_after_the_other_are_each_learnt_once(fake: FakeOpenAI) -> None:
+    """A server that knows neither: `stream_options` as Azure refuses it, then `max_completion_tokens`
+    (sent for a refused `max_tokens`) the same way: each is retried once, then left out."""
+    fake.script(reply="Une réponse.", refuses=("stream_options", "max_tokens", "max_completion_tokens"))
+    first, second = run(_twice(backend(fake), streamed=True))
+    assert first.text == second.text == "Une réponse."
+    fields = [sorted(set(b) - {"model", "messages", "stream", "temperature"}) for b in _sent(fake)]
+    assert fields == [
+        ["max_tokens", "stream_options"], ["max_tokens"], ["max_completion_tokens"], [], [],
+    ]  # fmt: skip
+
+
+def test_a_400_about_a_value_is_an_error_not_a_refused_field(fake: FakeOpenAI) -> None:
+    """"max_tokens is too large" names the field but does not refuse it: the answer is the error it is,
+    the request is not sent again and the field is still sent next time."""
+    message = "max_tokens is too large: 1024. This model supports at most 512 completion tokens, whereas you provided 1024."
+    client = backend(fake)
+
+    async def refused_then_answered() -> tuple[LLMResponseError, Generation]:
+        fake.script(fail_status=400, fail_message=message)
+        try:
+            await client.chat(MESSAGES)
+        except LLMResponseError as error:
+            failure = error
+        else:
+            raise AssertionError("a 400 was taken as an answer")
+        fake.script(reply="Une réponse.")
+        return failure, await _chat(client)
+
+    failure, answer = run(refused_then_answered())
+    assert failure.upstream_status == 400 and answer.text == "Une réponse."
+    assert [b["max_tokens"] for b in _sent(fake)] == [1024, 1024]  # not sent again, and still sent next time

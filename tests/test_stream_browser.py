@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from grasbot.service.api import STATIC_DIR
+from grasbot.service.app import STATIC_DIR
 from tests.fake_ollama import FakeOllama
 from tests.loopback_server import LoopbackServer
 from tests.service_fixtures import *  # noqa: F403

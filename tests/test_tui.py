@@ -764,3 +764,27 @@ async def test_the_note_pane_follows_the_cursor_after_a_filter(vault: Path) -> N
         await wait_for(pilot, lambda: tree.current_path == "Zèbre.md", "the match under the cursor")
         await wait_for(pilot, lambda: view.detail is not None and view.detail.path == "Zèbre.md",
                        "the pane on the note under the cursor")
+
+
+def test_big_vault_own_index_reads_what_a_visitor_may_read(tmp_path: Path, monkeypatch, capsys) -> None:
+    # Above INDEX_LIVE_LIMIT the TUI rebuilds its own index from a copy of the live vault: that copy must read
+    # notes through `visitor_text`, as the bot's index does, or the preview ranks a public note on the words
+    # of its link to a private one (which the bot never sees) and stops being the bot's real retrieval.
+    from vaulttools.tui.backend import Backend
+
+    (tmp_path / "carnet.md").write_text(
+        "---\ntitle: Carnet\nvisibility: public\n---\nVoir aussi [[secret|zorglubium quantique]].\n", encoding="utf-8"
+    )
+    (tmp_path / "secret.md").write_text("---\ntitle: Secret\nvisibility: private\n---\nRien.\n", encoding="utf-8")
+    (tmp_path / "autre.md").write_text("---\ntitle: Autre\nvisibility: public\n---\nUne note.\n", encoding="utf-8")
+    monkeypatch.setattr("vaulttools.tui.backend.INDEX_LIVE_LIMIT", 0)
+    backend = Backend(tmp_path, use_cache=False)
+    backend.load()
+    backend.build_index()
+    backend.start_live()
+    assert backend.own_index
+    assert backend.refresh_index()  # the index is now the one built from the live copy
+    assert [r.id for r in backend.preview("zorglubium quantique").rows] == []
+    assert cli_main(["ask", "--vault", str(tmp_path), "--no-cache", "--json", "zorglubium quantique"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == []  # what the bot retrieves: the same nothing
+    assert [r.id for r in backend.preview("carnet").rows] == ["carnet"]  # the note itself is still indexed

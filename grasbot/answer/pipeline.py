@@ -1,7 +1,7 @@
 """The one retrieval pipeline: a question (and the conversation so far) -> what GrasBot would serve.
 
 Every part that asks "what would the bot retrieve?" calls this and nothing else: the API
-(`grasbot.service.api.Service.answer`), the TUI's preview, `vaulttools ask` and `vaulttools eval`. So the
+(`grasbot.service.service.Service.answer`), the TUI's preview, `vaulttools ask` and `vaulttools eval`. So the
 preview is the bot's real retrieval by construction (docs/architecture.md, "The way of a question").
 
 The steps, in order:

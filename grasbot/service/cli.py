@@ -1,6 +1,6 @@
 """`grasbot serve`: run the API with uvicorn; `grasbot prompt push`: the system prompt to Langfuse Prompts.
 
-The app is built by the factory `grasbot.service.api:create_app` in each worker process, so `--workers N` runs N
+The app is built by the factory `grasbot.service.app:create_app` in each worker process, so `--workers N` runs N
 independent copies (each with its own vault snapshot, memory and Langfuse client). `--vault` is passed to
 the workers through `VAULT_DIR`, which wins over a `.env` file.
 """
@@ -257,7 +257,7 @@ def serve(args: argparse.Namespace) -> int:
     except StateDirError as error:
         return _fail(str(error))
     uvicorn.run(
-        "grasbot.service.api:create_app",
+        "grasbot.service.app:create_app",
         factory=True,
         host=args.host,
         port=args.port,

@@ -49,7 +49,7 @@ def is_trace_id(value: str) -> bool:
 
 
 def follow_uvicorn_logging() -> None:
-    """Under plain `uvicorn --factory grasbot.service.api:create_app`, send GrasBot's log lines where uvicorn's go.
+    """Under plain `uvicorn --factory grasbot.service.app:create_app`, send GrasBot's log lines where uvicorn's go.
 
     Without it the `grasbot` loggers have no handler and no level: their INFO lines are lost and warnings
     reach stderr bare, through Python's last-resort handler. Only when nothing else set them up: `grasbot

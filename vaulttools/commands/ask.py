@@ -29,12 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "is the vault (vaulttools ask vault \"Rust ?\")")
 
 
-def _page_fields(note: object) -> dict[str, object]:
-    """`pages`/`pdf_pages` of a note imported from a PDF (docs/pdf-import.md), only when it has them."""
-    meta = getattr(note, "meta", None) or {}
-    return {k: meta[k] for k in ("pages", "pdf_pages") if isinstance(meta, dict) and isinstance(meta.get(k), list)}
-
-
 def run(args: argparse.Namespace) -> int:
     given, words = (None, args.question) if args.vault else split_vault_positional(args.question, 1)
     question = " ".join(words).strip()
@@ -44,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--top-k must be at least 1, got {args.top_k}")
     root = vault_path(args, given)
 
+    from grasbot import page_fields
     from grasbot.answer.filtering import filters_of
 
     retrieval = load_pipeline(root, "nothing GrasBot could retrieve", args.top_k, use_cache=not args.no_cache).retrieve(question)
@@ -64,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                     "reasons": list(hit.reasons),
                     "direct": hit.direct,
                     "prompt": "cut" if context.truncated else "whole",
-                    **_page_fields(hit.note),
+                    **page_fields(hit.note),
                 }
                 for hit, context in zip(retrieval.hits, retrieval.context, strict=True)
             ],

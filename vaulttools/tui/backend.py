@@ -217,16 +217,44 @@ def _opener(url: str) -> list[str] | None:
 
 
 class _VaultSnapshot:
-    """What `SearchIndex.build` reads of a vault (its notes and their outgoing links), copied under the
-    live lock so the (seconds-long) build of a big vault's index does not hold the watcher back."""
+    """What `SearchIndex.build` reads of a vault (its notes, their outgoing links and the text a visitor may
+    read of them), copied under the live lock so the (seconds-long) build of a big vault's index does not
+    hold the watcher back."""
 
     def __init__(self, vault: Vault) -> None:
         self.root = vault.root
         self.notes = dict(vault.notes)  # Note objects are replaced on update, never mutated
         self._out = {path: vault.outgoing(path) for path in self.notes}
+        self._visitor: dict[tuple[str, str], str] = {}
+
+    #: notes read per hold of the live lock by `read_visitor_texts` (a few tens of milliseconds)
+    BATCH = 200
+
+    def read_visitor_texts(self, live: LiveVault) -> None:
+        """Keep what `Vault.visitor_text` gives of each copied note's title and body (without the links to
+        hidden notes), as the bot's own index reads them: without it the preview would rank on words only a
+        private link brings. It parses every body (seconds on a big vault), so the lock is taken per batch and
+        saves go on between; a save meanwhile makes `refresh_index` build again, so a copy read across a
+        change is replaced at once. Only the texts it changes are kept."""
+        paths = list(self.notes)
+        for start in range(0, len(paths), self.BATCH):
+            with live.reading():
+                vault = live.vault
+                if not vault.hidden_paths():
+                    continue
+                for path in paths[start : start + self.BATCH]:
+                    note = self.notes[path]
+                    for text in {note.title, note.stem, note.reader_body}:
+                        seen = vault.visitor_text(text, path)
+                        if seen != text:
+                            self._visitor[(path, text)] = seen
 
     def outgoing(self, path: str) -> list[str]:
         return self._out.get(path, [])
+
+    def visitor_text(self, text: str, source: str) -> str:
+        """`Vault.visitor_text` as it was when the copy was taken."""
+        return self._visitor.get((source, text), text)
 
 
 def _freeze_heap() -> None:
@@ -425,6 +453,7 @@ class Backend:
                 started = time.perf_counter()
                 with live.reading():  # a consistent copy, taken in milliseconds: saves go on meanwhile
                     snapshot = _VaultSnapshot(live.vault)
+                snapshot.read_visitor_texts(live)
                 index = SearchIndex.build(snapshot)  # type: ignore[arg-type]
                 index.search("quelle est la météo zzzq demain ?", 1)  # warm it (see build_index)
                 self._index = index  # one assignment: previews switch from the old index to the new
