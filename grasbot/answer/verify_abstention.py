@@ -61,10 +61,10 @@ _STATE_LEMMAS = frozenset({"dire", "contenir", "apparaitre", "aller", "permettre
 _STATE_STEMS = (
     "precis", "mentionn", "indiqu", "parl", "donn", "detaill", "evoqu", "abord", "figur", "renseign",
     "document", "specifi", "couvr", "couvert", "trait", "cit", "expliqu", "decri", "decriv", "comport",
-    "fourni", "signal", "trouv", "exist", "communiqu", "renseign", "precis", "affirm", "confirm",
+    "fourn", "signal", "trouv", "exist", "communiqu", "affirm", "confirm",
     "mention", "stat", "specif", "cover", "includ", "contain", "indicat", "describ", "discuss", "address",
     "show", "provid", "giv", "detail", "list", "explain", "record", "say", "said", "tell", "told", "answer",
-    "repond", "repons", "dispon", "availab", "clear", "known", "connu", "fourn", "aid",
+    "repond", "repons", "dispon", "availab", "clear", "known", "connu", "aid",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
@@ -88,7 +88,6 @@ _DEMONSTRATIVE = frozenset({"ce", "cela", "ca", "ceci", "it", "this", "that"})
 #: What may stand between `ne` and the verb (clitics) or between the verb and its participle.
 _CLITICS = frozenset({"le", "la", "les", "l", "en", "y", "lui", "leur", "me", "m", "vous", "te", "se", "s", "nous"})
 _CLOSERS = frozenset({"pas", "rien", "aucun", "aucune", "jamais", "plus", "guere", "nullement", "point", "nulle"})
-_ENGLISH_NEGATIONS = frozenset({"not", "no", "never", "nothing", "none", "neither", "nor", "without"})
 #: Words that carry their own negation (their stem).
 _SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent")
 
