@@ -150,11 +150,11 @@ def service_settings() -> Settings:
     try:
         from grasbot.service.settings import ConfigError, Settings
     except ImportError:
-        raise CliError("--answers runs the service: pip install 'grasbot-vaulttools[serve]'") from None
+        raise CliError("a Langfuse dataset run or --answers reads the service's settings: pip install 'grasbot-vaulttools[serve]'") from None
     try:
         return Settings.from_env()
     except ConfigError as error:
-        raise CliError(f"--answers: {error}") from None
+        raise CliError(f"the service's settings: {error}") from None
 
 
 def privacy_of(settings: Settings) -> PrivacyPolicy:

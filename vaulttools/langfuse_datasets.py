@@ -361,29 +361,25 @@ def run_langfuse(args: Any, show_report: Callable[..., int]) -> int:
 
     if args.file:
         raise CliError("--langfuse-dataset takes its questions from Langfuse: give no FILE.yaml")
-    settings = None
-    if args.answers:
-        from vaulttools.answering import service_settings
+    from vaulttools.answering import privacy_of, service_settings
 
-        settings = service_settings()  # before anything is asked of Langfuse: a bad variable is said first
+    # Read even without --answers: what a run records leaves the machine, so the service's own private folders
+    # and tags (GRASBOT_PRIVATE_*) hide the same notes here as they do for a visitor. Before anything is asked
+    # of Langfuse: a bad variable is said first.
+    settings = service_settings()
     root = vault_path(args)
     langfuse = client()
     answers = None
     try:
         dataset, questions = dataset_questions(langfuse, args.langfuse_dataset)
-        privacy = None
-        if settings is not None:
-            from vaulttools.answering import privacy_of
-
-            privacy = privacy_of(settings)  # the service's private folders and tags hide the same notes here
-        pipeline = load_pipeline(root, "nothing to evaluate", privacy=privacy)
+        pipeline = load_pipeline(root, "nothing to evaluate", privacy=privacy_of(settings))
         for question, note in unknown_expectations(questions, set(pipeline.index.ids)):
             print(f"vaulttools eval: warning: dataset item {question.id}: expects `{note}`, which is no public note of {root}", file=sys.stderr)
         evaluate(questions[:3], pipeline.search)  # warm the stem cache, as a local eval does
         report = evaluate(questions, pipeline.search)
         stamp = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
         metadata: dict[str, Any] = {"vault": str(root), "public_notes": pipeline.index.size}
-        if settings is None:
+        if not args.answers:
             run_name = args.run_name or f"retrieval {stamp}"
             result = record_run(dataset, report, run_name, metadata)
         else:
