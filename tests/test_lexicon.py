@@ -115,8 +115,10 @@ def test_combine_counts_a_word_s_expansions_once_as_evidence() -> None:
     evidence_weight = np.array([1.0, 0.5, 0.5])
     group = np.array([-1, 0, 0])
     rank, evidence = grounding.combine(doc_ids, w, lengths, rank_weight, evidence_weight, group, 2)
-    # Ranking sums every term at its weight: note 0 = 2 + 0.5*4 + 0.5*6, note 1 = 0.5*1 + 0.5*3.
-    assert rank.tolist() == pytest.approx([7.0, 2.0])
+    # Ranking: the original in full, the group's best term plus RANK_OTHER_SHARE of the others:
+    # note 0 = 2 + 0.5*6 + s * 0.5*4, note 1 = 0.5*3 + s * 0.5*1.
+    s = grounding.RANK_OTHER_SHARE
+    assert rank.tolist() == pytest.approx([5.0 + s * 2.0, 1.5 + s * 0.5])
     # Evidence: the original in full, the group's best term at half: note 0 = 2 + 0.5*6, note 1 = 0.5*3.
     assert evidence.tolist() == pytest.approx([5.0, 1.5])
 

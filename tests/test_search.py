@@ -661,3 +661,90 @@ def test_a_title_word_few_titles_share_is_a_stronger_sign_than_one_most_share(tm
     result = SearchIndex.build(Vault.load(tmp_path)).search("zorbix atelier")
     assert result.hits[0].id == "velo"
     assert result.hits[0].score > result.hits[1].score
+
+
+def test_a_misspelling_that_stems_to_a_rare_real_word_is_also_read_as_the_vault_name(tmp_path: Path) -> None:
+    # `cliper` stems to `clip`, a real word of one note; the vault names `clipper` in a title and in
+    # several notes. The token as typed stays, and the name one edit away is looked for too: the
+    # Clipper note first (without the rule only the note that says `clip` matches).
+    _write(tmp_path, "montage", "---\ntitle: Montage vidéo\n---\nChaque clip dure dix secondes.\n")
+    _write(tmp_path, "clipper", "---\ntitle: Web Clipper\n---\nLe clipper capture une page dans le coffre.\n")
+    for i in range(5):
+        _write(tmp_path, f"guide-{i}", f"---\ntitle: Guide {i}\n---\nLe clipper garde la page numéro {i}.\n")
+    for i, topic in enumerate(("jardin", "cuisine", "musique", "voyage", "lecture", "peinture", "cinéma", "danse")):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Carnet {topic}\n---\nDes idées de {topic} pour le week-end.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("comment installer le cliper ?")
+    assert result.stats["respelled"] == {"clip": "clipp"}
+    assert result.hits[0].id == "clipper"
+    # the name itself is not respelled, nor a word too short to be a misspelling, nor a name written
+    # with a capital (`Cliper` could be a proper name)
+    assert index.search("le clipper").stats["respelled"] == {}
+    assert index.search("chaque clip").stats["respelled"] == {}
+    assert index.search("comment installer Cliper ?").stats["respelled"] == {}
+
+
+def test_a_generic_word_with_many_expansions_lifts_a_note_once_not_per_synonym(tmp_path: Path) -> None:
+    # `changer` expands (grasbot/search/lexicon.py) to `configurer`, `modifier`, `personnaliser`,
+    # `paramètres`, `réglages`...: a note that lists them all says "change" again and again, not more
+    # about the question's subject. Ranking counts a word's synonyms at their best in the note (plus a
+    # share of the others, `grounding.RANK_OTHER_SHARE`), as the evidence does: the note about the colours
+    # first (with the plain sum, `RANK_OTHER_SHARE = 1`, the list of synonyms wins).
+    _write(tmp_path, "couleurs", "---\ntitle: Apparence\n---\nLes couleurs de l'interface se choisissent.\n")
+    _write(tmp_path, "options", "---\ntitle: Options\n---\nConfigurer, modifier, personnaliser : les paramètres et les "
+           "réglages de l'interface.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
+    result = SearchIndex.build(Vault.load(tmp_path)).search("Comment changer les couleurs de l'interface ?")
+    assert [h.id for h in result.hits[:2]] == ["couleurs", "options"]
+
+
+def test_an_identifier_keeps_its_stop_words(tmp_path: Path) -> None:
+    # `expand_by_graph` is one name: its `by` is part of it. Without it the question is "expand graph",
+    # and the note that says both words often outranks the one that names the function.
+    _write(tmp_path, "recherche", "---\ntitle: Recherche\n---\nLa fonction expand_by_graph ajoute les voisins.\n")
+    _write(tmp_path, "graphe", "---\ntitle: Vue\n---\nExpand the graph, expand every graph node.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("que fait expand_by_graph ?")
+    assert result.tokens == ("expand", "by", "graph")
+    assert result.hits[0].id == "recherche"
+    # the same words written apart are plain words: `by` stays a stop word
+    assert index.search("expand by graph").tokens == ("expand", "graph")
+
+
+def test_a_plan_name_made_of_a_stop_word_keeps_it(tmp_path: Path) -> None:
+    # "Sync Plus" is a plan: its `Plus`, written with a capital after a capitalised word, is part of the
+    # name, not the stop word `plus`. Without it the question is "Sync", and any note on Sync may come first.
+    _write(tmp_path, "a-sync", "---\ntitle: Coffres\n---\nSync synchronise le coffre. Sync chiffre les notes.\n")
+    _write(tmp_path, "forfaits", "---\ntitle: Forfaits\n---\nLe forfait Sync Plus garde les versions un an, "
+           "de plus il offre dix gigaoctets.\n")
+    for i in range(6):
+        _write(tmp_path, f"autre-{i}", f"---\ntitle: Autre {i}\n---\nUne note sur le jardin numéro {i}, plus petite.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("Que comprend Sync Plus ?")
+    assert "plus" in result.tokens
+    assert result.hits[0].id == "forfaits"
+    # `plus` written as a plain word stays a stop word, in questions and notes
+    assert "plus" not in index.search("Sync est plus rapide ?").tokens
+    # and the notes' plain "plus" ("plus petite") is not indexed: only the note naming the plan and
+    # the one on Sync match
+    assert [h.id for h in index.search("Sync Plus").hits] == ["forfaits", "a-sync"]
+
+
+def test_a_title_named_but_for_words_most_titles_share_is_named_whole(tmp_path: Path) -> None:
+    # "Importer depuis Zorg Notes": the question holds every word of it but `depuis`, which most titles
+    # share: the title is named whole (`TITLE_NAMED_SHARE`), and its note comes before a sibling whose
+    # body says every word of the question, `iphone` more often (with the rule off, 1.1, the sibling wins).
+    _write(tmp_path, "zorg-notes", "---\ntitle: Importer depuis Zorg Notes\n---\nMigrer vers le coffre, avec les dossiers, "
+           "les pièces jointes, les étiquettes, les dates de création et les liens de chaque carnet.\n")
+    _write(tmp_path, "zorg-journal", "---\ntitle: Importer depuis Zorg Journal\n---\nSur iphone, Zorg Journal remplace les "
+           "notes de Zorg. Importer depuis l'iphone : l'iphone exporte le journal.\n")
+    for name in ("Bear", "Craft", "Evernote", "Keep", "Notion", "Roam"):
+        _write(tmp_path, f"import-{name.lower()}", f"---\ntitle: Importer depuis {name}\n---\nMigrer depuis {name}.\n")
+    index = SearchIndex.build(Vault.load(tmp_path))
+    result = index.search("Can I import my Zorg Notes from my iphone?")
+    assert result.hits[0].id == "zorg-notes" and "title" in result.hits[0].reasons
+    # a title missing one of its rare words is only part of it
+    assert "title-partial" in next(h for h in result.hits if h.id == "zorg-journal").reasons

@@ -128,6 +128,80 @@ def test_abstention_and_no_claim() -> None:
     assert label("Souhaitez-vous en savoir plus ?", RUST) == ["no-claim"]
 
 
+# Abstentions are read by their shape (a negation joined to a frame of knowledge: the speaker lacks the
+# fact, the sources do not state it, knowledge is absent), whatever the words around it.
+ABSTAINING = [
+    "Je n'ai pas son adresse personnelle.",
+    "J'ignore s'il a déjà travaillé à l'étranger.",
+    "Je ne sais pas combien de temps le projet a duré.",
+    "Je ne peux pas vous dire quel était son salaire.",
+    "Je ne dispose d'aucun élément sur ses loisirs.",
+    "Je ne suis pas en mesure de confirmer cette date.",
+    "Je n'en sais pas davantage.",
+    "On ne connaît pas le nombre exact d'utilisateurs.",
+    "Ses fiches restent muettes sur sa vie de famille.",
+    "Rien dans le contexte n'indique qu'il parle italien.",
+    "Aucune note ne précise la durée de la mission.",
+    "Les documents fournis n'en disent rien.",
+    "Il n'y a aucune mention de ce client.",
+    "Pas de précision sur le budget.",
+    "Il n'est pas indiqué s'il a obtenu le diplôme.",
+    "Ce point n'est pas abordé.",
+    "Cela n'apparaît nulle part dans ses notes.",
+    "Cette précision est absente des extraits.",
+    "Il m'est impossible de le savoir d'après ces notes.",
+    "I don't know which database he chose.",
+    "The notes do not say how long it took.",
+    "There is no information about his hobbies.",
+    "It isn't mentioned in these notes.",
+    "I couldn't find his phone number.",
+    "Nothing in the context indicates a salary.",
+]
+STATING = [
+    "Il n'a pas de permis de conduire.",
+    "Il ne parle pas espagnol.",
+    "Il ne connaît pas le COBOL.",
+    "Le service ne conserve aucune information sur les visiteurs.",
+    "Aucune donnée n'a été perdue pendant la migration.",
+    "N'hésitez pas à consulter ses autres fiches.",
+    "Selon ses notes, le plus difficile n'a pas été le solveur.",
+    "L'outil ne dispose pas d'un mode hors ligne.",
+    "Les notes de frais ne sont pas remboursées.",
+    "Il n'a trouvé aucun bug en production.",
+    "Elle ne mentionne pas son nom sur le site.",
+    "It does not include a cache.",
+    "He has no driving licence.",
+    "Le collecteur ne traite que les messages valides.",
+    "Il ignore les messages invalides.",
+]
+
+
+@pytest.mark.parametrize("sentence", ABSTAINING)
+def test_abstentions_are_recognised_by_their_shape(sentence: str) -> None:
+    assert is_abstention(sentence)
+    assert label(sentence) == ["abstention"]
+
+
+@pytest.mark.parametrize("sentence", STATING)
+def test_a_negative_fact_or_an_invitation_is_not_an_abstention(sentence: str) -> None:
+    assert not is_abstention(sentence)
+
+
+def test_support_needs_the_passage_sentences_not_only_its_title_or_headings() -> None:
+    club = Passage(
+        "club",
+        "Le club se retrouve le samedi au lac de Valmoreau.\n\n## Matériel\n\nLes bateaux sont prêtés par la mairie.",
+        "Kayak et canoë",
+    )
+    # the title names kayaking, the heading equipment: neither is stated by a sentence of the note
+    only_title = verify("Il fait du kayak.", (club,)).sentences[0]
+    assert only_title.label == "unsupported" and "title or headings" in only_title.reason
+    assert label("Il a du matériel.", club) == ["unsupported"]
+    # the title may complete what a sentence states
+    assert label("Il fait du kayak avec le club.", club) == ["supported"]
+    assert label("Le matériel est prêté par la mairie.", club) == ["supported"]
+
+
 def test_status() -> None:
     assert verify("Il a appris Rust en 2020 [rust]. Il a appris Rust en 2019 [rust].", (RUST,)).status == "partial"
     assert verify("Il a appris Rust en 2019 [rust].", (RUST,)).status == "unsupported"

@@ -4,7 +4,8 @@
 citations, and labels each one, with the evidence span (passage id and text) and a reason:
 
 - `abstention`: the sentence says the notes do not hold the answer (the prompt's fixed sentence
-  `ABSTENTION`, or one of the usual ways to say it, French or English);
+  `ABSTENTION`, or any sentence that joins a negation to a frame of knowledge, French or English:
+  `grasbot.answer.verify_abstention`);
 - `no-claim`: no factual content (a greeting, a question back to the visitor, a pointer to a page of the
   site, "voici ce que disent ses notes");
 - `supported`: a window of the passages (one of its sentences or list items, with the next one and the
@@ -37,6 +38,7 @@ from grasbot.answer.verify_claims import (
 )  # fmt: skip
 from grasbot.answer.context import ContextNote
 from grasbot.answer.prompt import redact_hidden_links
+from grasbot.answer.verify_abstention import is_abstention
 from grasbot.answer.verify_sentences import ABSTENTION, Sentence, split_sentences
 from grasbot.model import Note
 from grasbot.search.lexicon import expand
@@ -61,36 +63,6 @@ SUPPORT_COVERAGE = 0.6
 #: Below this share, no passage is shown as the closest evidence of an unsupported sentence.
 CLOSEST_COVERAGE = 0.34
 
-# Ways to say "the notes do not tell" (folded text). Kept to phrasings about the notes, the information or
-# the speaker's knowledge, so that a factual negative ("il n'a jamais écrit de code unsafe") is not one.
-_ABSTAIN = re.compile(
-    r"je ne trouve pas cette information|non precise(?:e|s|es)? dans (?:les|ses|mes|ces) notes"
-    r"|(?:les|ses|mes|ces) notes(?: \w+)? ne (?:\w+ ){0,2}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|compren|renseign|permett|fourniss|traite|cite)\w*"
-    r"|(?:les|ses|mes|ces) notes(?: \w+)? n'(?:en |y )?(?:\w+ ){0,1}?(?:precis|mentionn|indiqu|dis|dit|contien|parl|donn|detaill|evoqu|abord|apport|ont|offr)\w*"
-    r"|(?:n'est|ne figure|n'apparait|n'y figure|ne se trouve) (?:pas|nulle part)(?: \w+){0,3} dans (?:les|ses|mes|ces) notes"
-    r"|(?:pas|aucune?) (?:\w+ ){0,3}?dans (?:les|ses|mes|ces) notes|n'est pas (?:precise|indique|mentionne|documente|renseigne)"
-    r"|je n'ai (?:pas|aucune) (?:d'|de |cette |l')?(?:information|info|element|donnee|detail|reponse|trace|mention)"
-    r"|je ne (?:sais|connais|dispose|peux) (?:pas|d'aucune|de rien)|je ne (?:trouve|vois) (?:pas|rien|aucune?)"
-    r"|aucune (?:information|mention|precision|indication|note) (?:\w+ ){0,3}?(?:ne |n')?(?:sur|concern|a ce sujet|precis|dans|ne|n'|mention|indiqu|permet|fourni|disponible)"
-    r"|(?:information|reponse|detail|precision)s? (?:n'est|ne sont|ne figure|ne figurent|n'apparait|n'apparaissent|manque|absente?) "
-    r"|not (?:in|mentioned in|stated in|covered by) (?:my|the|his|these) notes|(?:the|my|his) notes do(?:n't| not)"
-    r"|i (?:don't|do not|cannot|can't) (?:know|find|tell)|no information (?:about|on)|i could not find"
-)
-# What an answer knows from, and the ways to say a thing is not there: together, an abstention ("Il n'y a
-# pas d'information sur son salaire dans les notes", "Cette question sort du cadre de ses notes"). Not
-# "notes de frais", not "données" (facts about data: "aucune donnée n'a été perdue").
-_KNOWLEDGE = re.compile(
-    r"\b(?:notes?|documents?|sources?|fiches?|informations?|infos?|mentions?|precisions?|elements? de reponse)\b(?! de frais)"
-)
-_ABSENCE = re.compile(
-    r"\b(?:ne|n')\b(?:[\w' -]*?)\b(?:pas|rien|aucune?|jamais|nulle part|guere)\b|\baucune?\b|\brien\b|\bmuet|sort du cadre"
-    r"|\bhors (?:du|de)\b|\babsente?s?\b|\bmanquen?t?\b|\bpas d'|\bnot\b|n't\b|\bno\b"
-)
-#: Most content words an abstention of the structural kind holds besides its knowledge words.
-_ABSENCE_CONTENT = 2
-_KNOWLEDGE_KEYS = frozenset(
-    key(t) for w in "note notes document documents fournis fourni source sources fiche information mention precision element reponse contenir contiennent mentionner mentionnent permet permettre point sujet question cadre muet muette muettes reste restent".split() for t in tokenize(w)
-)
 # A sentence ending with a question mark asks the visitor something: no claim about the author.
 _QUESTION_END = re.compile(r"\?\s*[»\"”)\]*_]*\s*$")
 
@@ -348,20 +320,6 @@ def _read_context(passages: Sequence[Passage], subjects: Iterable[str]) -> _Cont
 
 
 # -- one sentence -----------------------------------------------------------------------------------
-def is_abstention(text: str) -> bool:
-    """Whether `text` says the notes do not hold the answer: one of the usual phrasings, or a sentence
-    that names what it knows from (the notes, the documents, the information) and says it is not there."""
-    folded = fold_text(text).replace("’", "'")
-    if _ABSTAIN.search(folded) is not None:
-        return True
-    if _KNOWLEDGE.search(folded) is None or _ABSENCE.search(folded) is None:
-        return False
-    # "Selon ses notes, le plus difficile n'a pas été le solveur mais la donnée" states a fact: an
-    # abstention names at most what is missing ("son salaire", "un diplôme d'ingénieur")
-    content = {key(t) for t in tokenize(plain_text(text))} - _DISCOURSE - _KNOWLEDGE_KEYS
-    return len(content) <= _ABSENCE_CONTENT
-
-
 def _weight(k: str) -> float:
     return _LIGHT_WEIGHT if k in _LIGHT else 1.0
 
@@ -381,10 +339,16 @@ class _Match:
     missing: list[str]  # anchors absent from the window, as written
     passage: int
     window: _Window
+    stated: bool = True  # the window's own sentences carry the content (see `_stated`)
 
     @property
     def anchored(self) -> bool:
         return not self.missing
+
+    @property
+    def supports(self) -> bool:
+        """Every anchor, enough of the content, and stated in the window's own sentences."""
+        return not self.missing and self.stated and self.coverage >= SUPPORT_COVERAGE
 
 
 def _number_in(number: Number, numbers: Iterable[Number]) -> bool:
@@ -450,10 +414,33 @@ def _best(
             continue  # cannot beat a supporting window that covers at least as much
         missing = _missing(claims, content, window, ctx.phrases[p], ctx)
         coverage = round((got + anchors - _anchor_misses(missing)) / total, 6) if total else 1.0
-        rank = (not missing and coverage >= SUPPORT_COVERAGE, coverage, not missing, p in prefer, -window.size)
+        stated = _stated(weights, window, got, anchors - _anchor_misses(missing))
+        rank = (not missing and stated and coverage >= SUPPORT_COVERAGE, coverage, not missing, p in prefer, -window.size)
         if best_rank is None or rank > best_rank:
-            best, best_rank = _Match(coverage, missing, p, window), rank
+            best, best_rank = _Match(coverage, missing, p, window, stated), rank
     return best
+
+
+#: Least share of what a window matches of a sentence that its own sentences must hold (the rest may
+#: come from the passage's title or the headings above them).
+STATED_SHARE = 0.5
+
+
+def _stated(weights: Sequence[tuple[str, float, frozenset[str]]], window: _Window, got: float, anchors: float) -> bool:
+    """Whether the window's own sentences state the sentence's content, not only its title or headings:
+    "Il fait de la randonnée" is not supported by a note titled "Application de randonnée" whose
+    sentences never say it. The anchors found count as stated (they are checked exactly anyway)."""
+    if got <= 0:
+        return anchors > 0
+    own = sum(w * _covered(k, window, alt) for k, w, alt in weights if _in_own(k, window, alt))
+    return own + anchors >= STATED_SHARE * (got + anchors)
+
+
+def _in_own(k: str, window: _Window, alternatives: frozenset[str]) -> bool:
+    own = window.own
+    if k in own or (alternatives and not alternatives.isdisjoint(own)):
+        return True
+    return len(k) >= _MIN_PREFIX and any(o.startswith(k) or k.startswith(o) for o in own if len(o) >= _MIN_PREFIX and o[:_MIN_PREFIX] == k[:_MIN_PREFIX])
 
 
 def _contributes(unit: _Unit, content: Sequence[str], claims: Claims) -> bool:
@@ -508,8 +495,10 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
     best = _best(claims, content, synonyms, ctx, prefer=[ids.index(c) for c in cited if c in ids])
     if best is None:
         return result("unsupported", "the passages hold no sentence to check it against")
-    supported = best.anchored and best.coverage >= SUPPORT_COVERAGE
+    supported = best.supports
     if not supported:
+        if best.anchored and best.coverage >= SUPPORT_COVERAGE:
+            return result("unsupported", f"only the title or headings of [{ids[best.passage]}] name it, its sentences do not say it", (ids[best.passage], best.window.text))
         if best.coverage >= SUPPORT_COVERAGE:
             why = "; ".join(best.missing[:4])
             return result("unsupported", f"not in the evidence: {why}", (ids[best.passage], best.window.text))
@@ -523,7 +512,7 @@ def _check(sentence: Sentence, ctx: _Context) -> SentenceCheck:
     in_context = [ids.index(c) for c in cited if c in ids]
     if in_context:
         own = _best(claims, content, synonyms, ctx, in_context)
-        if own is not None and own.anchored and own.coverage >= SUPPORT_COVERAGE:
+        if own is not None and own.supports:
             cid = ids[own.passage]
             return result("supported", f"stated in [{cid}] ({own.coverage:.0%} of its content)", (cid, own.window.text))
     outside = [c for c in cited if c not in ids]

@@ -50,6 +50,15 @@ SOFT_NEEDS_ORIGINAL = False
 #: discount, 0.3 and 0.4 give the same balanced accuracy (0.978), 0.5 0.975, 0.7 0.970: 0.4 is kept.
 PASSING_EVIDENCE = 0.4
 
+#: Ranking counts a question word's soft terms (its synonyms, translations, correction) in a note at the
+#: best of them plus this share of the others, not their sum: a generic word with many expansions
+#: ("changer" reaches `configurer`, `modifier`, `paramètres`, `personnaliser`, `réglages`...) does not
+#: lift a note for holding several of them, which say the one word again. Measured on every question
+#: set (benchmarks/README.md, "Fresh sets"): 1.0 (the plain sum, before) -> 0.5 hit@1 up on the GrasBot
+#: vault sets (grasbot 0.977 -> 1.000, grasbot-fresh 0.914 -> 0.943), none down; 0.25 and 0 lose one
+#: help-fr question (a note naming "sauvegarde" by several of its synonyms is the right one there).
+RANK_OTHER_SHARE = 0.5
+
 
 def in_passing(fm: np.ndarray) -> np.ndarray:
     """Per posting, True for a term the note holds in its body only, in no short field (a mention that
@@ -85,7 +94,7 @@ def combine(
     the postings' weights for the evidence when they differ from the ranking's `w` (another saturation).
     """
     seg = np.arange(lengths.size).repeat(lengths)
-    rank = np.bincount(doc_ids, weights=w * rank_weight[seg], minlength=n)
+    rank = _rank(doc_ids, w * rank_weight[seg], group[seg], n)
     if w_evidence is not None:
         w = w_evidence  # the evidence reads its own saturation of the same postings
     soft_terms = group >= 0
@@ -112,6 +121,23 @@ def combine(
             held = held + best  # (not in place: `held` may be the caller's)
         w = _discount(doc_ids, w, passing, own, held)
     return rank, _evidence(doc_ids, w * evidence_weight[seg], hard, soft_postings, n)
+
+
+def _rank(doc_ids: np.ndarray, weighted: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Ranking BM25 per note: original terms summed, the soft terms of one original word (their primary
+    word: `group`) at their best in the note plus `RANK_OTHER_SHARE` of the others."""
+    hard = group < 0
+    rank = np.bincount(doc_ids[hard], weights=weighted[hard], minlength=n).astype(np.float64, copy=False)
+    if hard.all():
+        return rank
+    soft = ~hard
+    groups = group[soft]
+    width = int(groups.max()) + 1
+    at = doc_ids[soft] * width + groups
+    best = np.zeros(n * width)
+    np.maximum.at(best, at, weighted[soft])
+    total = np.bincount(at, weights=weighted[soft], minlength=n * width)
+    return rank + (best + RANK_OTHER_SHARE * (total - best)).reshape(n, width).sum(axis=1)
 
 
 def plain(

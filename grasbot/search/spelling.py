@@ -345,9 +345,10 @@ class Speller:
                 if d <= limit:
                     yield d, term
 
-    def candidates(self, token: str, word: str | None = None) -> list[_Candidate]:
-        """The candidates for `token` and the visitor's folded `word` it comes from, best first."""
-        limit = max_distance(len(token))
+    def candidates(self, token: str, word: str | None = None, by_word: bool = False) -> list[_Candidate]:
+        """The candidates for `token` and the visitor's folded `word` it comes from, best first. `by_word`:
+        the word's length decides whether it is long enough to correct (a short stem of a longer word)."""
+        limit = max_distance(len(word) if by_word and word else len(token))
         found: dict[str, _Candidate] = {}
 
         def offer(candidate: _Candidate) -> None:
@@ -402,6 +403,18 @@ class Speller:
         if best is None:
             return None
         return Correction(best[2], 0, True, inflection=True)
+
+    def respell(self, token: str, word: str | None, at_least: int) -> Correction | None:
+        """For a token the vault *holds*, but in few notes: the name term (title, alias or slug) one edit
+        away that at least `at_least` notes hold, if any (`cliper` stems to `clip`, a word of one note,
+        while the vault names `clipper` in a dozen). Never confident: the typed word is a real term too,
+        so the search engine ranks with both and counts the respelling as no evidence."""
+        for candidate in self.candidates(token, word, by_word=True):
+            if candidate.distance > 1:
+                break
+            if candidate.term in self._names and int(self._df.get(candidate.term, 0)) >= at_least:
+                return Correction(candidate.term, candidate.distance, False)
+        return None
 
     def correct(self, token: str, word: str | None = None) -> Correction | None:
         """The term `token` most likely stands for (None: no candidate), and whether it is confident: another

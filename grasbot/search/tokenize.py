@@ -4,7 +4,9 @@ Pipeline, per text: `c++` -> `cpp` and `c#` -> `csharp` (before punctuation is l
 (`l'`, `d'`, `qu'`, `j'`, `n'`, `s'`, `c'`, `m'`, `t'`) removed, lowercase, split on anything that is not a
 letter or a digit (so `-`, `_`, `'`, `?`, `.` never stay in a token), accents folded, stop words dropped
 (French, English, and the conversational fillers of a question: "parle-moi", "peux-tu", ...), Snowball
-French stemming.
+French stemming. The parts of an identifier joined by `_` (`expand_by_graph`, `so_long`) keep their stop
+words: they are one name, and `expand_by_graph` is not any note with `expand` and `graph`. So does a
+stop word written with a capital right after a capitalised word: the plan "Sync Plus" is not "Sync".
 
 Folding happens *before* stemming on purpose: a visitor who types `securite` must meet the note that says
 `sécurité`, so both spellings have to reach the stemmer as the same string. Stems are cached per word: a
@@ -39,6 +41,7 @@ _CSHARP = re.compile(r"(?<![\w#])c\s?#", re.IGNORECASE)
 # of `c'est` is removed before splitting.
 _ELISION = re.compile(r"\bc['’ʼ`](?=\w)")
 _WORD = re.compile(r"[^\W_]+")
+_CHUNK = re.compile(r"\w+")  # words with their underscores: identifiers
 
 _FRENCH = """
 a à ai aie aient aies ait alors as au aucun aucune aupres auquel aura aurai auraient aurais aurait auras
@@ -124,6 +127,38 @@ _REWRITES = re.compile(r"[cC](?: ?[+#]|['’ʼ])")
 _REWRITES_BYTES = re.compile(b"c(?: ?[+#]|'|" + "’".encode() + b"|" + "ʼ".encode() + b")")  # the same on UTF-8
 
 
+# A stop word written with a capital right after a capitalised word is part of a name ("Sync Plus",
+# "Premium Plus", "Obsidian Publish Standard"): joined to it by `_`, it is kept as an identifier's part
+# (`_tokens_slow`). The capital must be the text's: a sentence's first word after a name ("Rust. Il")
+# is not one (a full stop stands between), nor "Le Havre" (the first word is itself a stop word).
+_CAP_PAIR = re.compile(r"([A-ZÀ-Ý][^\W_]*)(?=([ \u00a0]+)([A-Z][a-z]{1,9})(?![\w'’]))")
+_CAP_STOPS = frozenset(w.capitalize() for w in STOP_WORDS if len(w) > 1 and w.isascii() and w.isalpha())
+
+
+def _named_stops(text: str) -> list[int]:
+    """Where to join: the offsets of the blanks between a capitalised word and a capitalised stop word
+    after it (one C-level scan of the capitalised pairs; the stop words checked in a set)."""
+    out = []
+    for match in _CAP_PAIR.finditer(text):
+        if match.group(3) in _CAP_STOPS and fold(match.group(1)) not in STOP_WORDS:
+            out.append(match.end())
+    return out
+
+
+def _join_named_stops(text: str, at: list[int]) -> str:
+    parts = []
+    last = 0
+    for start in at:
+        end = start
+        while text[end] in " \u00a0":
+            end += 1
+        parts.append(text[last:start])
+        parts.append("_")
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
 def _case_simple(text: str) -> bool:
     """False when `text` holds one of the two characters whose lower case is not one letter for one letter,
     word by word: `İ` becomes `i` and a combining dot (which splits a word), `Σ` depends on the next letter."""
@@ -131,6 +166,9 @@ def _case_simple(text: str) -> bool:
 
 
 def _prepare(text: str) -> str:
+    named = _named_stops(text)
+    if named:
+        text = _join_named_stops(text, named)
     if len(text) > 200 and _REWRITES.search(text) is None and _case_simple(text):
         # Nothing to rewrite: no need to lowercase a long body here (a copy of it). `_TABLE` lowercases
         # ASCII letters and `fold` every other one, word by word, to the same tokens.
@@ -165,7 +203,24 @@ def words(text: str) -> list[str]:
 
 def _tokens_slow(text: str) -> list[str]:
     token = _token
-    return [t for t in map(token, _WORD.findall(text)) if t]
+    if "_" not in text:
+        return [t for t in map(token, _WORD.findall(text)) if t]
+    out: list[str] = []
+    for chunk in _CHUNK.findall(text):
+        parts = [p for p in chunk.split("_") if p]
+        if len(parts) < 2:
+            out.extend(t for t in map(token, parts) if t)
+            continue
+        # An identifier (`expand_by_graph`, `so_long`, `is_public`): one name, so its stop words are
+        # part of it and kept (folded, of two letters or more): `expand_by_graph` is not `expand graph`.
+        for part in parts:
+            found = token(part)
+            if not found:
+                folded = fold(part)
+                found = folded if len(folded) > 1 and folded.isalpha() else ""
+            if found:
+                out.append(found)
+    return out
 
 
 # Fast path for long texts: bytes.translate + split run in C. ASCII punctuation becomes a blank, ASCII
@@ -173,8 +228,8 @@ def _tokens_slow(text: str) -> list[str]:
 # tokens through a cache, and the rare word with non-ASCII punctuation glued to it (`l’objectif`,
 # `«mot»`) takes the regex path above once, on its first appearance.
 _TABLE = bytes(
-    (c + 32 if 65 <= c <= 90 else c) if (c >= 0x80 or chr(c).isalnum()) else 32 for c in range(256)
-)
+    (c + 32 if 65 <= c <= 90 else c) if (c >= 0x80 or chr(c).isalnum() or c == 0x5F) else 32 for c in range(256)
+)  # `_` stays inside a raw word: an identifier's parts are read together (`_tokens_slow`)
 _RAW: dict[bytes, tuple[str, ...]] = {}
 
 
@@ -196,14 +251,15 @@ def raw_words_tokens(raws: Sequence[bytes]) -> list[tuple[str, ...]]:
     texts = [raw.decode("utf-8", "replace") for raw in raws]
     # An ASCII raw word is one word (`_TABLE` left only letters and digits in it); others are split as
     # `_tokens_slow` splits them.
-    parts = [[text] if text.isascii() else _WORD.findall(text) for text in texts]
+    parts = [[text] if text.isascii() and "_" not in text else _WORD.findall(text) for text in texts]
     folded = list(map(fold, chain.from_iterable(parts)))
     stems = stem_words(folded) if folded else []
     out: list[tuple[str, ...]] = []
     at = 0
-    for part in parts:
+    for text, part in zip(texts, parts):
         end = at + len(part)
-        out.append(tuple(s for s in stems[at:end] if s))
+        # an identifier keeps its stop words (`_tokens_slow`): rare, word by word
+        out.append(tuple(_tokens_slow(text)) if "_" in text else tuple(s for s in stems[at:end] if s))
         at = end
     return out
 
@@ -237,7 +293,7 @@ def raw_words_of(texts: Sequence[str]) -> list[bytes] | None:
     one letter) or holds a NUL: then `tokenize` them. Otherwise the tokens of a text's raw words, one after
     the other, are `tokenize(text)`: lowercasing it first changes no token (`raw_word_tokens` folds)."""
     joined = " \x00 ".join(texts) + " \x00"
-    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined):
+    if joined.count("\x00") != len(texts) or _REWRITES.search(joined) is not None or not _case_simple(joined) or _named_stops(joined):
         return None
     return joined.encode("utf-8", "surrogatepass").translate(_TABLE_SEPARATOR).split()
 
@@ -249,7 +305,7 @@ def raw_word_counts(text: str) -> Counter[bytes]:
     if len(text) > 200 and _case_simple(text):
         # `_prepare`'s test on the UTF-8 bytes, ASCII-lowercased: a faster scan of a long body.
         data = text.encode("utf-8", "surrogatepass")
-        if _REWRITES_BYTES.search(data.lower()) is None:
+        if _REWRITES_BYTES.search(data.lower()) is None and not _named_stops(text):
             return Counter(data.translate(_TABLE).split())
     return Counter(_prepare(text).encode("utf-8", "surrogatepass").translate(_TABLE).split())
 

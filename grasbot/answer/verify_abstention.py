@@ -1,0 +1,237 @@
+"""Whether a sentence of an answer says the notes do not hold the answer: an *abstention*.
+
+Read by the shape of the sentence, not by a list of sentences. A clause abstains when it joins a
+**negation** to a **frame of knowledge**:
+
+- a negation: `ne … pas / rien / aucun / jamais / plus / guère`, `rien ne …`, `aucun …`, `pas de …`,
+  `not`, `n't`, `no`, `never`, `nothing`, or a word that carries its own (`ignorer`, `manquer`,
+  `absent`, `muet`, `inconnu`, `impossible`, `non précisé`, `unknown`, `unable`, `unclear`);
+- a frame of knowledge, one of three:
+  1. **the speaker lacks it**: a verb of having or knowing (`avoir`, `savoir`, `connaître`, `trouver`,
+     `voir`, `disposer`, `pouvoir dire`, `être en mesure`, `have`, `know`, `find`, `see`, `tell`, `sure`)
+     whose subject is the speaker (`je`, `nous`, `I`, `we`): "Je n'ai pas son numéro", "J'ignore si…";
+  2. **the sources do not state it**: a verb of stating or holding (`préciser`, `mentionner`, `dire`,
+     `indiquer`, `contenir`, `parler`, `figurer`, `aborder`, `mention`, `say`, `cover`…) whose subject is a
+     source (`notes`, `documents`, `fiches`, `contexte`, `extraits`, `sources`, `informations`) or nobody
+     (`rien`, `cela`, `ce`, a passive `il n'est pas précisé`): "Ses notes restent muettes sur…";
+  3. **knowledge is absent**: a knowledge noun (`information`, `mention`, `précision`, `détail`,
+     `trace`, `élément`, `réponse`) negated where no one else is the subject: "Aucune information sur…",
+     "Il n'y a pas de mention de…", "No information about…".
+
+A negative fact of a note has a third-person subject that is not a source and a verb of the world, so
+it is not one: "Il n'a pas de permis", "Il ne parle pas allemand", "Le bot ne conserve aucune
+information personnelle", "Aucune donnée n'a été perdue". An invitation to the visitor is not one either
+("N'hésitez pas à consulter ses autres fiches"): the negated verb is neither of having nor of stating.
+
+Verbs are compared by lemma: the irregular forms of the few verbs that need it are listed
+(`ai` → avoir, `sais` → savoir, `peux` → pouvoir), the others by their stem (`précis-`, `mentionn-`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from grasbot.answer.verify_claims import fold_text
+
+__all__ = ["is_abstention"]
+
+# -- words -------------------------------------------------------------------------------------------
+_IRREGULAR = {
+    "avoir": "ai a as avons avez ont avais avait avions aviez avaient aurai aurais aurait aurions auraient eu eue avoir have has had having got",
+    "savoir": "sais sait savons savez savent savais savait saurai saurais saurait saurions su savoir know knows knew known",
+    "connaitre": "connais connait connaissons connaissez connaissent connaissais connu connue connaitre",
+    "voir": "vois voit voyons voyez voient voyais voyait vu vue voir see sees saw seen",
+    "pouvoir": "peux peut pouvons pouvez peuvent pouvais pouvait pourrai pourrais pourrait pourrions pu pouvoir can could cannot able unable",
+    "dire": "dis dit disons disent disait dirait dire say says said tell tells told",
+    "etre": "suis es est sommes etes sont etais etait etaient serai serais serait ete etre am is are was were be been being",
+    "contenir": "contient contiennent contenait contenaient contiendrait contenu contenir",
+    "apparaitre": "apparait apparaissent apparaissait apparu apparaitre appear appears appeared",
+    "aller": "va vont allait allaient iront go goes went",
+    "permettre": "permet permettent permettait permettaient permettrait permis permettre allow allows",
+}
+_LEMMA = {form: lemma for lemma, forms in _IRREGULAR.items() for form in forms.split()}
+
+#: Verbs of having or knowing: the speaker lacks the fact. (Stems: a word starting with one of them.)
+_KNOW_LEMMAS = frozenset({"avoir", "savoir", "connaitre", "voir", "pouvoir"})
+_KNOW_STEMS = ("trouv", "retrouv", "dispos", "ignor", "manqu", "find", "found", "locat", "sure", "certain",
+               "awar", "confirm", "recall", "rappel", "souvien", "souvenir", "idea", "idee", "acces", "access")
+#: Verbs of stating or holding: the source does not state it.
+_STATE_LEMMAS = frozenset({"dire", "contenir", "apparaitre", "aller", "permettre"})
+_STATE_STEMS = (
+    "precis", "mentionn", "indiqu", "parl", "donn", "detaill", "evoqu", "abord", "figur", "renseign",
+    "document", "specifi", "couvr", "couvert", "trait", "cit", "expliqu", "decri", "decriv", "comport",
+    "fourn", "signal", "trouv", "exist", "communiqu", "affirm", "confirm",
+    "mention", "stat", "specif", "cover", "includ", "contain", "indicat", "describ", "discuss", "address",
+    "show", "provid", "giv", "detail", "list", "explain", "record", "say", "said", "tell", "told", "answer",
+    "repond", "repons", "dispon", "availab", "clear", "known", "connu", "aid",
+)
+#: Nouns of what an answer knows from (a subject that is a source: frame 2).
+_SOURCE_NOUNS = frozenset(
+    "note notes document documents source sources fiche fiches contexte context extrait extraits passage "
+    "passages texte textes information informations info infos element elements record records page pages "
+    "material materials data".split()
+)
+#: Nouns of knowledge (what is absent: frame 3). Not `donnée` ("aucune donnée n'a été perdue" is a fact).
+_KNOWLEDGE_NOUNS = frozenset(
+    "information informations info infos mention mentions precision precisions indication indications detail "
+    "details trace traces element elements reponse reponses renseignement renseignements reference "
+    "references answer answers record records idee idea".split()
+)
+_SPEAKER = frozenset({"je", "nous", "i", "we", "me", "moi", "on"})
+#: Subjects that are nobody: the clause is impersonal ("rien n'indique", "aucune note ne précise").
+_NOBODY = frozenset({"rien", "nothing", "there", "nul", "aucun", "aucune", "none", "personne"})
+#: Demonstratives: nobody in a passive ("ce n'est pas précisé", "it is not mentioned") or when the clause
+#: names the sources ("cela ne figure pas dans ses notes"); otherwise they stand for a thing of the world
+#: ("it does not include a cache").
+_DEMONSTRATIVE = frozenset({"ce", "cela", "ca", "ceci", "it", "this", "that"})
+#: What may stand between `ne` and the verb (clitics) or between the verb and its participle.
+_CLITICS = frozenset({"le", "la", "les", "l", "en", "y", "lui", "leur", "me", "m", "vous", "te", "se", "s", "nous"})
+_CLOSERS = frozenset({"pas", "rien", "aucun", "aucune", "jamais", "plus", "guere", "nullement", "point", "nulle"})
+#: Words that carry their own negation (their stem).
+_SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent")
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"«[^«»]*»|“[^“”]*”|\"[^\"\n]*\"")
+_CLAUSE_BREAK = re.compile(r"[,;:.!?()\[\]]|\b(?:mais|car|but|because|however|pourtant|cependant)\b")
+_ENGLISH_CONTRACTIONS = ((re.compile(r"\bcan't\b|\bcannot\b"), "can not"), (re.compile(r"\bwon't\b"), "will not"), (re.compile(r"n't\b"), " not"), (re.compile(r"'m\b"), " am"), (re.compile(r"'s\b"), " is"))
+
+
+def _lemma(word: str) -> str:
+    return _LEMMA.get(word, word)
+
+
+def _is_know(word: str) -> bool:
+    return _lemma(word) in _KNOW_LEMMAS or word.startswith(_KNOW_STEMS)
+
+
+def _is_state(word: str) -> bool:
+    return _lemma(word) in _STATE_LEMMAS or word.startswith(_STATE_STEMS)
+
+
+def _clauses(text: str) -> list[list[str]]:
+    folded = fold_text(_QUOTED.sub(" ", text)).replace("’", "'").replace("ʼ", "'")
+    for pattern, repl in _ENGLISH_CONTRACTIONS:
+        folded = pattern.sub(repl, folded)
+    out = []
+    for clause in _CLAUSE_BREAK.split(folded):
+        # elisions read as their full word: n' -> ne, j' -> je, l' -> le, qu' -> que, d' -> de
+        clause = re.sub(r"\b([njlmtsdc]|qu)'", lambda m: {"n": "ne ", "j": "je ", "l": "le ", "m": "me ", "t": "te ", "s": "se ", "d": "de ", "c": "ce ", "qu": "que "}[m.group(1)], clause)
+        words = _TOKEN.findall(clause)
+        if words:
+            out.append(words)
+    return out
+
+
+def _subject(words: list[str], at: int) -> str:
+    """The kind of the subject of the verb negated at `at`: "speaker", "source", "nobody" or "other"."""
+    before = [w for w in words[:at] if w not in _CLITICS or w in ("nous", "me")]
+    if not before:
+        return "nobody"
+    # the nearest pronoun or noun before the negation decides; "il y a" is impersonal
+    if words[at : at + 3][:2] in (["y", "a"], ["y", "avait"]) or (len(words) > at + 1 and words[at + 1] == "y"):
+        return "nobody"
+    for word in reversed(before[-4:]):
+        if word in _SPEAKER:
+            return "speaker"
+        if word in _SOURCE_NOUNS or word in _KNOWLEDGE_NOUNS:
+            return "source"  # "ses notes ne disent pas", "ce détail n'est pas documenté"
+        if word in _NOBODY:
+            return "nobody"
+        if word in _DEMONSTRATIVE:
+            return "il"
+        if word in ("il", "elle", "ils", "elles", "he", "she", "they", "you", "tu", "vous"):
+            return "other" if word != "il" else "il"
+    return "other"
+
+
+_ENGLISH_AUX = frozenset({"do", "does", "did", "will", "would", "have", "has", "had", "am", "is", "are", "was", "were", "be", "been"})
+
+
+def _names_sources(words: list[str]) -> bool:
+    """Whether the clause points at the sources: "dans ses notes", "in the notes", "d'après le contexte"."""
+    return any(
+        w in ("dans", "in", "from", "selon", "apres", "within") and any(v in _SOURCE_NOUNS for v in words[k + 1 : k + 4])
+        for k, w in enumerate(words)
+    )
+
+
+def _frames(words: list[str]) -> bool:
+    """Whether one clause (folded words, elisions spelt out) holds a negation in a frame of knowledge."""
+    n = len(words)
+    for i, word in enumerate(words):
+        if word == "ne":
+            # French `ne ... pas`: the verb between, and a participle or infinitive after the closer
+            close = next((j for j in range(i + 1, min(n, i + 6)) if words[j] in _CLOSERS), None)
+            subject = _subject(words, i)
+            if close is None:
+                if subject not in ("nobody", "source"):
+                    continue  # "ne ... que" restricts; only "rien ne", "aucune note ne" deny without a closer
+                verbs, after, following = words[i + 1 : i + 3], [], words[i + 3 : i + 6]
+            else:
+                verbs = [w for w in words[i + 1 : close] if w not in _CLITICS]
+                after = [w for w in words[close + 1 : close + 4] if w not in _CLITICS and w not in ("de", "a", "que")]
+                following = words[close + 1 : close + 4]
+            if _judge(words, subject, verbs, after, following):
+                return True
+        elif word in ("not", "never"):
+            modal = [words[i - 1]] if i and _lemma(words[i - 1]) == "pouvoir" else []
+            nxt = [w for w in words[i + 1 : i + 4] if w not in ("to", "the", "a", "any", "be", "been")]
+            if _judge(words, _subject(words, i), [*modal, *nxt], [], words[i + 1 : i + 4], passive=i > 0 and words[i - 1] in ("is", "are", "was", "were")):
+                return True
+        elif word in ("no", "nothing", "aucun", "aucune", "pas", "without", "sans"):
+            if word in ("pas", "aucun", "aucune") and "ne" in words[max(0, i - 5) : i]:
+                continue  # the closer of a `ne ... pas` read above
+            subject = _subject(words, i)
+            nxt = words[i + 1 : i + 4]
+            # "Aucune information sur...", "pas de précision", "I have no details", "no mention in the notes"
+            if subject in ("nobody", "speaker", "source") and any(w in _KNOWLEDGE_NOUNS for w in nxt[:3]):
+                if word not in ("without", "sans") or _names_sources(words):
+                    return True
+            if word == "nothing" and subject in ("nobody", "speaker", "source") and nxt and (nxt[0] in ("in", "about", "on") or _is_state(nxt[0])):
+                return True
+        elif word.startswith(_SELF_NEGATIVE):
+            subject = _subject(words, i)
+            if subject == "speaker" and word.startswith(("ignor", "manqu", "unsure", "lack", "impossib", "unable")):
+                return True  # "J'ignore si...", "Je manque d'éléments", "I am unable to say"
+            if word.startswith("impossib") and any(_is_know(w) or _is_state(w) for w in words[i + 1 : i + 5]):
+                return True  # "Il m'est impossible de le dire", "Impossible de savoir d'après ses notes"
+            if subject in ("source", "nobody") or _names_sources(words[i:]) or (subject == "il" and any(w in _KNOWLEDGE_NOUNS for w in words[:i])):
+                if not word.startswith(("ignor", "impossib", "unable")):
+                    return True  # "Ses notes restent muettes", "absent des notes", "cette information est inconnue"
+        elif word == "non" and i + 1 < n and _is_state(words[i + 1]) and (_names_sources(words) or i == 0 or words[i - 1] in _KNOWLEDGE_NOUNS):
+            return True  # "non précisé dans les notes", "information non documentée"
+    return False
+
+
+def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], following: list[str], passive: bool = False) -> bool:
+    """Whether a negated verb group is a frame of knowledge (see the module docstring). `subject` is the
+    kind `_subject` gives; `verbs` the words of the verb group, `after` its participle or infinitive."""
+    group = [*verbs, *after]
+    if not group:
+        return False
+    head = group[0]
+    if subject == "speaker":
+        if _lemma(head) in ("pouvoir", "etre"):
+            # "je ne peux pas vous le dire", "je ne suis pas en mesure / sûr": what follows says what
+            return any(_is_know(w) or _is_state(w) or w in ("mesure", "sur", "courant") for w in group[1:])
+        return any(_is_know(w) for w in group[:2])
+    if subject in ("source", "nobody"):
+        if _lemma(head) == "avoir" and any(w in _KNOWLEDGE_NOUNS for w in following):
+            return True  # "il n'y a pas d'information", "les notes n'ont aucune précision", "there is no mention"
+        return any(_is_state(w) for w in group[:3])
+    if subject == "il":
+        # a demonstrative or `il`: a passive of stating ("il n'est pas précisé si", "it is not mentioned"),
+        # or a clause that names the sources ("cela ne figure pas dans ses notes")
+        if passive and any(_is_state(w) for w in group[:2]):
+            return True
+        if _lemma(head) == "etre" and any(_is_state(w) for w in group[1:3]):
+            return True
+        return _names_sources(words) and (any(_is_state(w) for w in group[:3]) or _lemma(head) == "etre")
+    return False
+
+
+@lru_cache(maxsize=4096)
+def is_abstention(text: str) -> bool:
+    """Whether `text` says the notes (or the speaker) do not hold the answer (see the module docstring)."""
+    return any(_frames(words) for words in _clauses(text))
