@@ -361,6 +361,9 @@ def test_notes_from_the_snapshot_are_the_fresh_loads_notes(vault: Path, tmp_path
     from grasbot.answer.prompt import hidden_links, hidden_names, is_servable, unservable_notes
 
     root = vault if which == "bundled" else _synthetic(tmp_path)
+    # notes hidden by what could not be read, not by their fields: the shells' problems decide for them
+    (root / "binaire.md").write_bytes(b"---\ntitle: B\n---\n\x00\x01\x02 binaire")
+    (root / "yaml-casse.md").write_text("---\ntitle: [ouvert\nvisibility: private\n---\nCorps.\n", encoding="utf-8")
     time.sleep(0.03)  # (older than the fixture's racy window)
     fresh_vault = Vault.load(root)
     fresh_index = SearchIndex.build(fresh_vault)
