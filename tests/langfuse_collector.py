@@ -17,7 +17,10 @@ And the datasets, observations and scores APIs `vaulttools eval` calls through t
 `create_dataset`, `create_dataset_item`, `run_experiment`, `api.scores.get_many`, `api.observations.get_many`):
 `GET /api/public/projects`, `GET|POST /api/public/v2/datasets[/{name}]`, `GET|POST /api/public/dataset-items`,
 `GET /api/public/v3/scores` (from the scores received) and `GET /api/public/v2/observations` (from the spans
-received), with the JSON shapes of `langfuse/api/*/types/`. Lists come in one page.
+received), with the JSON shapes of `langfuse/api/*/types/`. Lists come in one page. A dataset run needs no
+API of its own: the SDK (v5) has no dataset-run-items client, and `run_experiment` records a run only through
+its spans (`langfuse.experiment.*` attributes on `experiment-item-run` and `experiment-item-task`, and on the
+spans traced inside them) and the scores it posts; tests read both from what was received.
 
 Anything else is recorded and answered `{}`. Spans are decoded with `opentelemetry-proto` (a dependency of
 the SDK's exporter) into plain dicts whose attribute values are Python values (JSON strings stay strings:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +29,8 @@ SET = """
 """
 
 
-def vaulttools(*args: str, collector: LangfuseCollector | None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+def vaulttools(*args: str, collector: LangfuseCollector | None, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), **(extra or {})}
     if collector is not None:
         env |= {"LANGFUSE_PUBLIC_KEY": "pk-lf-eval", "LANGFUSE_SECRET_KEY": "sk-lf-eval", "LANGFUSE_BASE_URL": collector.url}
     return subprocess.run(
@@ -74,6 +76,30 @@ def test_export_a_local_set_then_run_the_dataset(question_set: Path, collector: 
 
     table = vaulttools("eval", "--vault", str(SAMPLE_VAULT), "--langfuse-dataset", "grasbot-eval", collector=collector)
     assert "Langfuse dataset grasbot-eval" in table.stdout and "hit@1" in table.stdout and "off-topic" in table.stdout
+
+
+def test_a_retrieval_run_hides_the_services_private_folders(tmp_path: Path, question_set: Path, collector: LangfuseCollector) -> None:
+    # What a dataset run records leaves the machine: the service's GRASBOT_PRIVATE_FOLDERS hide the same notes
+    # in it as for a visitor, with or without --answers (without, the run used to retrieve and record them).
+    vault = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, vault, ignore=shutil.ignore_patterns(".vaulttools_cache"))
+    hidden = sorted(p.stem for p in (vault / "20-Competences").glob("*.md"))
+    assert "rust" in hidden
+    assert vaulttools("eval", "--export-dataset", "grasbot-eval", str(question_set), collector=collector).returncode == 0
+    before = len(collector.received)
+    run = vaulttools("eval", "--vault", str(vault), "--langfuse-dataset", "grasbot-eval", "--json", collector=collector,
+                     extra={"GRASBOT_PRIVATE_FOLDERS": "20-Competences"})
+    assert run.returncode == 0, run.stderr
+    retrieved = [r["id"] if isinstance(r, dict) else r for i in json.loads(run.stdout)["items"] for r in i["results"]]
+    assert retrieved and not set(retrieved) & set(hidden)
+    assert collector.wait_for(lambda c: len(c.spans_named("experiment-item-run")) == 2, timeout=15)
+    sent = b"".join(r.raw for r in collector.received[before:])
+    # the item's own id and expectation name `rust` (the author's dataset); no retrieved list and no other
+    # hidden note may
+    recorded = [json.loads(m.group(1)) for m in re.finditer(rb'"results": (\[[^\]]*\])', sent)]
+    assert recorded and not [slug for ids in recorded for slug in ids if slug in hidden]
+    assert b"20-Competences" not in sent
+    assert not [slug for slug in hidden if slug != "rust" and f'"{slug}"'.encode() in sent]
 
 
 def test_items_from_the_traces_a_visitor_liked(fake_ollama: FakeOllama, collector: LangfuseCollector) -> None:

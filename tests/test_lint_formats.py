@@ -39,14 +39,16 @@ def lint_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_json_has_exactly_the_design_shape(result):
     data = json.loads(render(result, "json"))
-    assert list(data) == ["version", "vault", "notes", "diagnostics", "summary"]
+    # DESIGN's keys, in order, and `notices` (added after them: what the text report says as `note:` lines)
+    assert list(data) == ["version", "vault", "notes", "diagnostics", "summary", "notices"]
+    assert data["notices"] == result.notices
     assert data["version"] == 1 and data["notes"] == 11 and data["vault"] == str(result.root)
     assert set(data["summary"]) == {"error", "warning"}
     assert data["summary"]["error"] == sum(1 for d in data["diagnostics"] if d["severity"] == "error")
     for d in data["diagnostics"]:
         # DESIGN's keys, in order, and `url` (added: the rule's documentation; readers of the old shape ignore it)
         assert list(d) == ["path", "line", "column", "end_line", "end_column", "rule", "url", "severity", "message", "fix"]
-        assert d["url"] == rule_url(d["rule"]) and d["url"].endswith("/docs/rules.md#" + d["rule"])
+        assert d["url"] == rule_url(d["rule"]) and d["url"].endswith("docs/rules.md#" + d["rule"])
         assert d["rule"] in RULE_NAMES and d["severity"] in ("error", "warning")
         assert d["fix"] is None or set(d["fix"]) == {"message", "applicability"}
     assert any(d["fix"] for d in data["diagnostics"])
@@ -281,3 +283,55 @@ def test_a_registered_format_is_a_choice_of_vaulttools_lint(tmp_path, monkeypatc
     with pytest.raises(SystemExit):
         main(["lint", str(vault), "--format", "nope"])
     assert "count" in capsys.readouterr().err  # the choices listed come from the registry
+
+
+def test_json_carries_the_vault_notices_the_text_shows(capsys, tmp_path):
+    """A vault-level notice (a folder symlink to outside the vault) is in the JSON report too, under its own
+    top-level key, as the text report says it; the other keys are untouched. Also when answered by the cache."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("---\ntitle: A\n---\nVoir [[b]].\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret\n", encoding="utf-8")
+    (vault / "ext").symlink_to(outside)
+    code, text, _ = lint_cli(capsys, str(vault), "--no-cache")
+    shown = [line.removeprefix("note: ") for line in text.splitlines() if line.startswith("note: ")]
+    assert any("symlink-outside-vault" in line for line in shown), text
+    for extra in (["--no-cache"], [], []):  # no cache; cache written; answered from the cache
+        code, out, _ = lint_cli(capsys, str(vault), "--format", "json", *extra)
+        data = json.loads(out)
+        assert list(data) == ["version", "vault", "notes", "diagnostics", "summary", "notices"]
+        assert data["notices"] == shown
+        assert [d["rule"] for d in data["diagnostics"]] == ["broken-link"]
+
+
+def test_rule_urls_have_one_configurable_base(tmp_path):
+    """Every report links a rule to `<base>#<rule>`: by default this repository's docs/rules.md (no invented
+    host), else `$VAULTTOOLS_DOCS_URL`, in JSON and SARIF alike, and a cached report follows a changed base."""
+    import os
+    import subprocess
+    import sys
+
+    vault = tmp_path / "v"
+    shutil.copytree(TAXO_VAULT, vault)
+    base = "https://git.example.org/me/grasbot/src/branch/main/docs/rules.md"
+
+    def lint(fmt: str, docs_url: str | None) -> dict:
+        env = {k: v for k, v in os.environ.items() if k != "VAULTTOOLS_DOCS_URL"}
+        if docs_url is not None:
+            env["VAULTTOOLS_DOCS_URL"] = docs_url
+        run = subprocess.run([sys.executable, "-c", "import sys; from vaulttools.cli import main; sys.exit(main())", "lint", str(vault), "--format", fmt],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert run.returncode == 1, run.stderr
+        return json.loads(run.stdout)
+
+    default = lint("json", None)["diagnostics"]
+    assert default and all(d["url"] == "docs/rules.md#" + d["rule"] for d in default)
+    for _ in range(2):  # written to the cache, then answered from it
+        assert all(d["url"] == f"{base}#{d['rule']}" for d in lint("json", base)["diagnostics"])
+    rules = lint("sarif", base)["runs"][0]["tool"]["driver"]["rules"]
+    assert all(r["helpUri"] == f"{base}#{r['id']}" for r in rules)
+    assert all(d["url"] == "docs/rules.md#" + d["rule"] for d in lint("json", None)["diagnostics"])
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert "grasbot/grasbot-vaulttools" not in pyproject  # no such repository

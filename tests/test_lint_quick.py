@@ -1,8 +1,10 @@
-"""`vaulttools.lint.rules.quick.is_clean` may only say "clean" of a note the note checks find nothing in.
+"""The quick-clean test (`vaulttools.lint.rules.quick.build`: the gate, then each note rule's own quick
+predicate) may only say "clean" of a note the note rules find nothing in.
 
 It lets the usual clean note skip a dozen checks; a wrong "clean" would hide findings. Checked on every note
 of the lint fixtures, the bundled vault, the real corpora (with and without their taxonomy) and a synthetic
-vault, against the checks themselves.
+vault, against the checks themselves; and rule by rule (a run with `--select` builds the test from the
+selected rules' predicates only, so each must hold alone).
 """
 
 from __future__ import annotations
@@ -16,9 +18,28 @@ import pytest
 from grasbot.vault import Vault
 from tests.conftest import CORPORA, REPO, SAMPLE_VAULT
 from vaulttools.lint import LintConfig
-from vaulttools.lint.rules import LintContext, quick
-from vaulttools.lint.rules.families import checks
+from vaulttools.lint.engine import new_context
+from vaulttools.lint.rules import quick
+from vaulttools.lint.rules.families import NOTE_RULES
 from vaulttools.taxonomy import find_taxonomy, load_taxonomy
+
+
+def LintContext(vault, taxonomy, config, today):  # noqa: N802  (as the engine makes one)
+    return new_context(vault, taxonomy, config, today=today)
+
+
+class _Quick:
+    """`is_clean(note, ctx)` with every note rule (or `rules`), as a run builds it."""
+
+    @staticmethod
+    def is_clean(note, ctx, rules=NOTE_RULES):
+        test = quick.build(rules, ctx)
+        assert test is not None, "a note rule has no quick predicate"
+        return test(note)
+
+
+def _findings(note, ctx, rules=NOTE_RULES):
+    return [d for rule in rules for d in rule.run(note, ctx)]
 
 FIXTURES = REPO / "tests" / "fixtures" / "lint"
 
@@ -29,18 +50,24 @@ def _compare(root: Path, with_taxonomy: bool = True, today: dt.date | None = Non
     found = find_taxonomy(root) if with_taxonomy else None
     taxonomy = load_taxonomy(found) if found else None
     ctx = LintContext(vault=vault, taxonomy=taxonomy, config=LintConfig(), today=today or dt.date.today())
-    note_checks, _ = checks()
     clean = 0
+    test = quick.build(NOTE_RULES, ctx)
     for path, note in vault.notes.items():
-        if quick.is_clean(note, ctx):
+        if test(note):
             clean += 1
-            findings = [d for check in note_checks for d in check(note, ctx)]
+            findings = _findings(note, ctx)
             assert findings == [], (path, findings)
+    # rule by rule: each predicate alone, as `--select RULE` builds the test
+    for rule in NOTE_RULES:
+        alone = quick.build((rule,), ctx)
+        for path, note in vault.notes.items():
+            if alone(note):
+                assert _findings(note, ctx, (rule,)) == [], (rule.name, path)
     return clean, len(vault.notes)
 
 
-def test_it_covers_the_note_checks():
-    assert quick.applies(checks()[0])
+def test_every_note_rule_has_a_quick_predicate():
+    assert [rule.name for rule in NOTE_RULES if rule.quick_factory is None] == []
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
@@ -196,8 +223,8 @@ def test_made_up_notes(taxonomy, meta):
     note = _note(meta)
     vault = Vault.__new__(Vault)  # the note checks read only the note and the taxonomy
     ctx = LintContext(vault=vault, taxonomy=tax, config=LintConfig(), today=_TODAY)
-    if quick.is_clean(note, ctx):
-        found = [d for check in checks()[0] for d in check(note, ctx)]
+    if _Quick.is_clean(note, ctx):
+        found = _findings(note, ctx)
         assert found == [], (meta, found)
 
 
@@ -206,7 +233,7 @@ def test_made_up_notes_are_often_clean():
     from hypothesis import find
 
     ctx = LintContext(vault=Vault.__new__(Vault), taxonomy=_TAXONOMY, config=LintConfig(), today=_TODAY)
-    find(_meta(), lambda meta: len(meta) >= 10 and quick.is_clean(_note(meta), ctx))
+    find(_meta(), lambda meta: len(meta) >= 10 and _Quick.is_clean(_note(meta), ctx))
 
 
 #: A note no check reports on (with the bundled taxonomy), and one odd value at a time for each field: every
@@ -259,9 +286,12 @@ def test_one_odd_value(taxonomy, name, value):
     ctx = LintContext(vault=Vault.__new__(Vault), taxonomy=tax, config=LintConfig(), today=_TODAY)
     for meta in (dict(_GOOD, **{name: value}), {name: value}):
         note = _note(meta)
-        if quick.is_clean(note, ctx):
-            found = [d for check in checks()[0] for d in check(note, ctx)]
+        if _Quick.is_clean(note, ctx):
+            found = _findings(note, ctx)
             assert found == [], (meta, found)
+        for rule in NOTE_RULES:  # each predicate alone (`--select RULE`)
+            if _Quick.is_clean(note, ctx, (rule,)):
+                assert _findings(note, ctx, (rule,)) == [], (rule.name, meta)
 
 
 @pytest.mark.parametrize("taxonomy", ["bundled", "required", "none"])
@@ -271,10 +301,10 @@ def test_odd_files(taxonomy, text):
     tax = {"bundled": _TAXONOMY, "required": dataclasses.replace(_TAXONOMY, required=("slug",)), "none": None}[taxonomy]
     ctx = LintContext(vault=Vault.__new__(Vault), taxonomy=tax, config=LintConfig(), today=_TODAY)
     note = read_note("Projets/Été note.md", text.encode("utf-8"))
-    if quick.is_clean(note, ctx):
-        assert [d for check in checks()[0] for d in check(note, ctx)] == []
+    if _Quick.is_clean(note, ctx):
+        assert _findings(note, ctx) == []
 
 
 def test_the_good_note_is_clean():
     ctx = LintContext(vault=Vault.__new__(Vault), taxonomy=_TAXONOMY, config=LintConfig(), today=_TODAY)
-    assert quick.is_clean(_note(_GOOD), ctx)
+    assert _Quick.is_clean(_note(_GOOD), ctx)

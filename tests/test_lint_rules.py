@@ -348,37 +348,3 @@ def test_frontmatter_obsidian_does_not_read_and_a_second_visibility_are_reported
     assert (line, col) == (2, 1) and "does not start on line 1" in message
     line, col, message = one(result, "both.md", "visibility-value")
     assert (line, col) == (4, 1) and "keep one of the two" in message
-
-
-def test_select_skips_the_note_checks_of_families_it_does_not_select(monkeypatch, tmp_path):
-    """`--select broken-link` runs no frontmatter, vocabulary or slug check of a note (they are skipped before
-    they run, not filtered after), and reports what a full run reports for that rule."""
-    import functools
-
-    from vaulttools.lint.rules import families
-
-    ran: list[str] = []
-
-    def counted(check):
-        @functools.wraps(check)  # (keeps the family's module name, by which the engine knows the family)
-        def wrapper(note, ctx):
-            ran.append(check.__module__.rsplit(".", 1)[-1])
-            return check(note, ctx)
-
-        return wrapper
-
-    monkeypatch.setattr(families, "NOTE_CHECKS", tuple(counted(c) for c in families.NOTE_CHECKS))
-    vault_dir = tmp_path / "v"
-    vault_dir.mkdir()
-    (vault_dir / "a.md").write_text("---\ntitle: A\ntags: ['#Mauvais Tag']\n---\nVoir [[nulle-part]].\n", encoding="utf-8")
-    vault = Vault.load(vault_dir)
-    full = lint_vault(vault, None, LintConfig())
-    assert {"tag-format", "broken-link"} <= {d.rule for d in full.diagnostics} and ran
-    ran.clear()
-    only = lint_vault(vault, None, LintConfig(select=frozenset({"broken-link"})))
-    assert ran == []
-    assert only.diagnostics == [d for d in full.diagnostics if d.rule == "broken-link"]
-    ran.clear()
-    some = lint_vault(vault, None, LintConfig(select=frozenset({"tag-format", "broken-link"})))
-    assert set(ran) == {"vocabulary"}
-    assert some.diagnostics == [d for d in full.diagnostics if d.rule in ("tag-format", "broken-link")]

@@ -20,12 +20,14 @@ import httpx
 import pytest
 
 from tests.conftest import CORPORA, REPO
+from tests.fake_ollama import FakeOllama, faithful_reply
 
 BIN = Path(sys.executable).parent
 
 
 def _commands() -> list[tuple[str, str]]:
-    """(section title, command line) of every README shell line that runs `vaulttools` or `grasbot`."""
+    """(section title, command line) of every README shell line that runs `vaulttools` or `grasbot`, with or
+    without variables set before it (`GRASBOT_PROFILE=textbook grasbot serve ...`)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     out = []
     section = ""
@@ -36,7 +38,7 @@ def _commands() -> list[tuple[str, str]]:
         if line.startswith("```"):
             in_block = line.strip() == "```sh" if not in_block else False
             continue
-        if in_block and re.match(r"(\.venv/bin/)?(vaulttools|grasbot) ", line):
+        if in_block and re.match(r"([A-Z_]+=\S+ )*(\.venv/bin/)?(vaulttools|grasbot) ", line):
             out.append((section, line))
     return out
 
@@ -51,9 +53,16 @@ REAL_SERVICES = "Running against a real Ollama and Langfuse"
 #: Commands that talk to a Langfuse project (its LANGFUSE_* keys): run against the local collector by their tests.
 NEEDS_LANGFUSE = {
     "--export-dataset": "needs a Langfuse project: tests/test_eval_langfuse.py runs it against tests/langfuse_collector.py",
-    "--langfuse-dataset": "needs a Langfuse project: tests/test_eval_langfuse.py runs it against tests/langfuse_collector.py",
+    "--langfuse-dataset": "needs a Langfuse project: tests/test_eval_langfuse.py (and test_eval_answers.py with --answers) "
+                          "run it against tests/langfuse_collector.py",
     "grasbot prompt push": "needs a Langfuse project: tests/test_prompts_langfuse.py runs it against the collector",
 }
+
+
+#: The LLM the README's `--answers` line names (a local Ollama): here the tests' fake Ollama, a faithful model.
+README_OLLAMA = "http://127.0.0.1:11434"
+#: Variables of this machine's environment that must not reach a command answering through the fake LLM.
+SERVICE_PREFIXES = ("LANGFUSE_", "GRASBOT_", "LLM_", "OLLAMA_")
 
 
 def _closed_port() -> int:
@@ -88,26 +97,28 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "GRASBOT_RELOAD_TOKEN": "readme-token",
+def _env(home: Path, service: bool = True) -> dict[str, str]:
+    """The commands' environment; without `service`, none of this machine's LLM, Langfuse or GrasBot variables."""
+    inherited = {k: v for k, v in os.environ.items() if service or not k.startswith(SERVICE_PREFIXES)}
+    return {**inherited, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "GRASBOT_RELOAD_TOKEN": "readme-token",
             "COLUMNS": "100", "HOME": str(home)}
 
 
 def _adapt(line: str, port: int, scratch: Path) -> str:
     """The line as it runs here: `.venv/bin/` is this interpreter's folder, and the API's port one that is free
     (another program may use 8000 on this machine)."""
-    line = re.sub(r"^\.venv/bin/", f"{BIN}/", line)
+    line = re.sub(r"^((?:[A-Z_]+=\S+ )*)\.venv/bin/", lambda m: f"{m.group(1)}{BIN}/", line)  # after any VAR=value
     return line.replace("127.0.0.1:8000", f"127.0.0.1:{port}").replace("/tmp/vault-copy", str(scratch / "vault-copy"))
 
 
-def _run(line: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(cwd.parent / "home"), capture_output=True, text=True,
-                          timeout=timeout)
+def _run(line: str, cwd: Path, timeout: float = 120, service: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(cwd.parent / "home", service), capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def _run_until(line: str, cwd: Path, ready, timeout: float = 60) -> tuple[int, str]:
     """Start a long-running command, wait until `ready(output so far)` is true, stop it with Ctrl-C (SIGINT)."""
-    proc = subprocess.Popen(["bash", "-c", "exec " + line], cwd=cwd, env=_env(cwd.parent / "home"), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(["bash", "-c", "exec env " + line], cwd=cwd, env=_env(cwd.parent / "home"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
@@ -169,6 +180,15 @@ def test_readme_command(section: str, line: str, repo: Path) -> None:
     if baseline and not (repo / baseline.group(1)).exists():  # the README writes it one line above
         vault = line.split()[2]
         assert _run(f"vaulttools lint {vault} --write-baseline {baseline.group(1)}", repo).returncode == 0
+    if "--answers" in line:
+        assert README_OLLAMA in line, "an --answers line names the LLM it answers with"
+        with FakeOllama() as fake:
+            fake.script(reply=faithful_reply)
+            done = _run(command.replace(README_OLLAMA, fake.url), repo, service=False)
+            asked = len(fake.chat_requests())
+        assert done.returncode == 0 and "faithfulness" in done.stdout and "Traceback" not in done.stderr, done.stdout + done.stderr
+        assert asked == int(re.search(r": (\d+) questions", done.stdout).group(1))  # every answer came from that LLM
+        return
     done = _run(command, repo)
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "internal error" not in output, output

@@ -5,6 +5,12 @@
   printed, and the run is recorded in Langfuse as a dataset run (the SDK's `run_experiment`), each item
   scored `hit@5` (where it expects notes) and `grounded` (1 when the retrieval's grounded verdict is the
   one expected).
+- `--langfuse-dataset NAME --answers`: the same, and each item is also answered by the service itself
+  (vaulttools/answering.py: generation through the configured LLM, then the answer verifier); the service's
+  `ask` trace of the answer, with its generation, runs inside the item's trace, and the item is scored
+  `faithfulness` (the service's value, absent when the answer states no fact), `grounded` (the verified
+  decision, 0/1) and `hit@5` (items that expect notes). An item whose answer failed (the LLM down or
+  erring) keeps its `hit@5`, has the error as its output, and no answer score.
 - `--export-dataset NAME FILE.yaml`: the items of a local question set become dataset items (the dataset
   is created when it does not exist).
 - `--export-dataset NAME --from-traces --score user_feedback=1` (or `--tag grounded`): the questions of the
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from vaulttools.commands._common import CliError
 
 if TYPE_CHECKING:
+    from vaulttools.answering import AnswerReport, AnswerResult
     from vaulttools.evaluation import Question, Report
 
 #: The rank an item must reach for `hit@5` (vaulttools/evaluation.py's DEPTH).
@@ -122,6 +129,22 @@ def dataset_questions(langfuse: Any, name: str) -> tuple[Any, list[Question]]:
     return dataset, questions
 
 
+def _expected(expected_output: Any) -> tuple[list[str], bool]:
+    """(expected note ids, expected grounded verdict) of an item's `expected_output`."""
+    expected = expected_output if isinstance(expected_output, dict) else {"expect": expected_output or []}
+    expect = expected.get("expect") or []
+    expect = [expect] if isinstance(expect, str) else list(expect)
+    return expect, expected.get("grounded", bool(expect))
+
+
+def _hit(output: dict[str, Any], expect: list[str]) -> Any:
+    """The `hit@5` score of an item that expects notes: is one of them in the retrieval's first five."""
+    from langfuse import Evaluation
+
+    hit = any(note in expect for note in output["results"][:5])
+    return Evaluation(name=HIT_SCORE, value=float(hit), data_type="NUMERIC", comment=f"rank {output['rank']}")
+
+
 def record_run(dataset: Any, report: Report, run_name: str, metadata: dict[str, Any]) -> Any:
     """Record `report` (already computed by the real pipeline) as a run of `dataset`: one trace per item with
     the retrieved ids as its output, scored `hit@5` (items that expect notes) and `grounded`."""
@@ -136,19 +159,60 @@ def record_run(dataset: Any, report: Report, run_name: str, metadata: dict[str, 
 
     def scores(*, input: Any, output: dict[str, Any], expected_output: Any = None, metadata: Any = None, **_: Any) -> list[Evaluation]:  # noqa: A002
         del input, metadata
-        expected = expected_output if isinstance(expected_output, dict) else {"expect": expected_output or []}
-        expect = expected.get("expect") or []
-        expect = [expect] if isinstance(expect, str) else list(expect)
-        want_grounded = expected.get("grounded", bool(expect))
+        expect, want_grounded = _expected(expected_output)
         out = [Evaluation(name="grounded", value=float(output["grounded"] == want_grounded), data_type="NUMERIC")]
         if expect:
-            hit = any(note in expect for note in output["results"][:5])
-            out.append(Evaluation(name=HIT_SCORE, value=float(hit), data_type="NUMERIC", comment=f"rank {output['rank']}"))
+            out.append(_hit(output, expect))
         return out
 
     return dataset.run_experiment(
         name="vaulttools eval", run_name=run_name, task=task, evaluators=[scores], metadata=metadata, max_concurrency=4
     )
+
+
+def record_answer_run(
+    dataset: Any, report: Report, answer: Callable[[Question], AnswerResult], run_name: str, metadata: dict[str, Any]
+) -> tuple[Any, AnswerReport]:
+    """Run `dataset` as a dataset run whose task is the service's answer (`answer`, a
+    `vaulttools.answering.ServiceAnswerer`'s): the answer's `ask` trace runs inside the item's trace, so the
+    run's item is linked to the trace of its generation. Each item is scored `faithfulness`, `grounded` (the
+    verified decision) and `hit@5` (from `report`, the retrieval of the same questions). Items are answered
+    one at a time, in the dataset's order (a local LLM answers one question at a time anyway)."""
+    from langfuse import Evaluation
+
+    from vaulttools.answering import AnswerReport, AnswerResult
+
+    by_item = {item.id: result for item, result in zip(dataset.items, report.items, strict=True)}
+    answers: dict[str, AnswerResult] = {}
+
+    def task(*, item: Any, **_: Any) -> dict[str, Any]:
+        retrieved = by_item[item.id]
+        result = answer(retrieved.question)
+        answers[item.id] = result
+        out = {"results": retrieved.results[:5], "rank": retrieved.rank, **result.as_json()}
+        del out["trace_id"]  # it is this item's trace
+        return out
+
+    def scores(*, input: Any, output: dict[str, Any], expected_output: Any = None, metadata: Any = None, **_: Any) -> list[Evaluation]:  # noqa: A002
+        del input, metadata
+        expect, _ = _expected(expected_output)
+        out = [_hit(output, expect)] if expect else []
+        if output["status"] == "failed":
+            return out  # no answer to score: the output says why
+        if output["faithfulness"] is not None:
+            out.append(Evaluation(name="faithfulness", value=float(output["faithfulness"]), data_type="NUMERIC",
+                                  comment=f"status {output['status']}"))  # fmt: skip
+        out.append(Evaluation(name="grounded", value=float(bool(output["grounded"])), data_type="BOOLEAN"))
+        return out
+
+    result = dataset.run_experiment(
+        name="vaulttools eval --answers", run_name=run_name, task=task, evaluators=[scores], metadata=metadata, max_concurrency=1
+    )
+    missing = "the dataset run did not run this item (see the Langfuse SDK's log)"
+    return result, AnswerReport([
+        answers.get(item.id) or AnswerResult(retrieved.question, "failed", error=missing)
+        for item, retrieved in zip(dataset.items, report.items, strict=True)
+    ])  # fmt: skip
 
 
 # -- exports ------------------------------------------------------------------------------------------
@@ -185,7 +249,9 @@ def export_questions(langfuse: Any, name: str, questions: Sequence[Question], so
 
 def questions_from_traces(langfuse: Any, score: str | None, tag: str | None) -> tuple[list[Question], list[str]]:
     """The questions of the `ask` traces that carry `score` (`name=value`) or `tag`, oldest first, and their
-    trace ids. A question asked in several traces is taken once."""
+    trace ids. A question asked in several traces is taken once; the answers of `vaulttools eval --answers`
+    (tagged `vaulttools-eval`) are no visitor's questions and are left out."""
+    from vaulttools.answering import EVAL_TAG
     from vaulttools.evaluation import Question
 
     wanted: list[str] = []
@@ -211,7 +277,7 @@ def questions_from_traces(langfuse: Any, score: str | None, tag: str | None) -> 
     traces: list[str] = []
     seen: set[str] = set()
     for trace_id, query, tags in _ask_traces(langfuse, wanted if score is not None else None):
-        if tag is not None and tag not in tags:
+        if (tag is not None and tag not in tags) or EVAL_TAG in tags:
             continue
         key = " ".join(query.split()).casefold()
         if key in seen:
@@ -295,20 +361,39 @@ def run_langfuse(args: Any, show_report: Callable[..., int]) -> int:
 
     if args.file:
         raise CliError("--langfuse-dataset takes its questions from Langfuse: give no FILE.yaml")
+    from vaulttools.answering import privacy_of, service_settings
+
+    # Read even without --answers: what a run records leaves the machine, so the service's own private folders
+    # and tags (GRASBOT_PRIVATE_*) hide the same notes here as they do for a visitor. Before anything is asked
+    # of Langfuse: a bad variable is said first.
+    settings = service_settings()
+    root = vault_path(args)
     langfuse = client()
+    answers = None
     try:
         dataset, questions = dataset_questions(langfuse, args.langfuse_dataset)
-        root = vault_path(args)
-        pipeline = load_pipeline(root, "nothing to evaluate")
+        pipeline = load_pipeline(root, "nothing to evaluate", privacy=privacy_of(settings))
         for question, note in unknown_expectations(questions, set(pipeline.index.ids)):
             print(f"vaulttools eval: warning: dataset item {question.id}: expects `{note}`, which is no public note of {root}", file=sys.stderr)
         evaluate(questions[:3], pipeline.search)  # warm the stem cache, as a local eval does
         report = evaluate(questions, pipeline.search)
-        run_name = args.run_name or f"retrieval {datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        result = record_run(dataset, report, run_name, {"vault": str(root), "public_notes": pipeline.index.size})
+        stamp = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+        metadata: dict[str, Any] = {"vault": str(root), "public_notes": pipeline.index.size}
+        if not args.answers:
+            run_name = args.run_name or f"retrieval {stamp}"
+            result = record_run(dataset, report, run_name, metadata)
+        else:
+            from vaulttools.answering import ServiceAnswerer
+
+            run_name = args.run_name or f"answers {stamp}"
+            metadata |= {"llm_backend": settings.llm_backend, "model": settings.llm_model, "verify_policy": settings.verify_policy}
+            # the service is stopped (its traces flushed) before the SDK's client is shut down below
+            with ServiceAnswerer(root, settings) as answerer:
+                result, answers = record_answer_run(dataset, report, answerer.answer, run_name, metadata)
     finally:
         langfuse.shutdown()
-    code = show_report(args, f"Langfuse dataset {args.langfuse_dataset}", root, report, pipeline.index.size)
+    code = show_report(args, f"Langfuse dataset {args.langfuse_dataset}", root, report, pipeline.index.size, answers)
     recorded = len(getattr(result, "item_results", []) or [])
-    print(f"dataset run {run_name!r} recorded in Langfuse: {count(recorded, 'item')} scored", file=sys.stderr)
+    failed = f", {count(len(answers.failures), 'answer')} failed" if answers is not None and answers.failures else ""
+    print(f"dataset run {run_name!r} recorded in Langfuse: {count(recorded, 'item')} scored{failed}", file=sys.stderr)
     return code

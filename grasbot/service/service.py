@@ -61,6 +61,9 @@ class Answer:
     body: dict[str, Any]
     text: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # ms: retrieval, prompt, llm, total
+    #: the generated answer's faithfulness, as the trace's `faithfulness` score has it (None: no answer, or
+    #: no factual sentence); `vaulttools eval --answers` records it in its dataset runs
+    faithfulness: float | None = None
 
     def server_timing(self) -> str:
         """The `Server-Timing` header: lets a client (and the benchmark) split LLM time from the rest."""
@@ -373,7 +376,7 @@ class Service:
                 return failed
             verify_started = time.perf_counter()
             passages = context_passages(prompt.notes, snap.hidden)
-            text, verification, grounded = await verified_answer(
+            text, verification, grounded, faithfulness = await verified_answer(
                 trace, self.llm, s.verify_policy, passages, self._subjects(snap), messages, generation.text
             )
             timings["verify"] = (time.perf_counter() - verify_started) * 1000
@@ -386,7 +389,7 @@ class Service:
         await self.memory.remember(session_id, question, text, answered_from=snap.version)
         timings["total"] = (time.perf_counter() - begun) * 1000
         body = {"response": text, **base, "sources": sources, "grounded": grounded, "verification": verification}
-        return Answer(200, body, text, timings)
+        return Answer(200, body, text, timings, faithfulness)
 
     def _subjects(self, snap: VaultSnapshot) -> frozenset[str]:
         """The names the vault is about (`grasbot.answer.verify.subject_names`), once per snapshot."""

@@ -24,10 +24,11 @@ async def verified_answer(
     subjects: frozenset[str],
     messages: list[dict[str, str]],
     draft: str,
-) -> tuple[str, dict[str, Any], bool]:
+) -> tuple[str, dict[str, Any], bool, float | None]:
     """Verify `draft` against `passages` (those of the prompt), apply `policy`, and trace it (span
     `verification`, score `faithfulness`, tag `unsupported-claims`). Returns the answer to give, its
-    verification (the JSON of `vaulttools verify`, plus `policy` and `removed`) and the final `grounded`.
+    verification (the JSON of `vaulttools verify`, plus `policy` and `removed`), the final `grounded` and
+    the draft's faithfulness (the score's value).
     `retry` asks `llm` once more, with `messages` and the draft, to answer without the flagged sentences."""
     with trace.observation("verification", input={"policy": policy, "passages": [p.id for p in passages]}) as span:
         first = verify(draft, passages, subjects)
@@ -61,4 +62,4 @@ async def verified_answer(
         trace.score("faithfulness", round(faithfulness, 4), "NUMERIC")
     if first.flagged():
         trace.add_tags(["unsupported-claims"])
-    return text, body, grounded
+    return text, body, grounded, faithfulness

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # heavy engine imports stay out of `vaulttools --help`
     from grasbot import RetrievalPipeline
+    from grasbot.model import PrivacyPolicy
     from grasbot.search.filters import FilterConfig
     from grasbot.snapshot import Snapshot
 
@@ -58,15 +59,16 @@ def add_cache_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def load_snapshot(root: Path, use_cache: bool = True) -> Snapshot:
+def load_snapshot(root: Path, use_cache: bool = True, privacy: PrivacyPolicy | None = None) -> Snapshot:
     """The vault at `root` and its search index, from the persistent snapshot when it matches (re-reading only
     the files that changed: grasbot/snapshot.py), else read and indexed whole. A snapshot that changed is
     written back when the command is done (`write_pending_snapshots`). CliError for a folder that vanished
-    or cannot be read."""
+    or cannot be read. `privacy`: private folders and tags beside the vault's own `[privacy]` (the
+    service's settings, for `eval --answers`)."""
     from grasbot import snapshot
 
     try:
-        loaded = snapshot.load(root, use_snapshot=use_cache)
+        loaded = snapshot.load(root, use_snapshot=use_cache, privacy=privacy)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CliError(str(exc)) from None
     _PENDING.append(loaded)
@@ -87,14 +89,17 @@ def write_pending_snapshots() -> None:
         snapshot.save(_PENDING.pop(), background=True)
 
 
-def load_pipeline(root: Path, purpose: str, top_k: int = 5, use_cache: bool = True) -> RetrievalPipeline:
+def load_pipeline(
+    root: Path, purpose: str, top_k: int = 5, use_cache: bool = True, privacy: PrivacyPolicy | None = None
+) -> RetrievalPipeline:
     """The bot's retrieval pipeline over the vault at `root` (its index, its hidden notes, `top_k` notes a
-    question); CliError when no public note is left to retrieve (`purpose` says for what)."""
+    question); CliError when no public note is left to retrieve (`purpose` says for what). `privacy`: as
+    for `load_snapshot`."""
     from grasbot import RetrievalLimits, RetrievalPipeline
 
     from grasbot.answer.filtering import FilterStage
 
-    loaded = load_snapshot(root, use_cache)
+    loaded = load_snapshot(root, use_cache, privacy)
     pipeline = RetrievalPipeline.of_vault(loaded.vault, loaded.index, limits=RetrievalLimits(top_k=top_k))
     if pipeline.index.size == 0:
         raise CliError(f"no public note in {root}: {purpose}")

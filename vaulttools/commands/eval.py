@@ -1,6 +1,11 @@
 """`vaulttools eval`: run a question set (a file, or a Langfuse dataset) against a vault and report retrieval
-quality and speed; export question sets and chosen traces to Langfuse datasets; or run a set of labelled
-answers through the answer verifier and report its precision and recall per label."""
+quality and speed, and with `--answers` the service's answers too (vaulttools/answering.py: faithfulness,
+grounded, statuses); export question sets and chosen traces to Langfuse datasets; or run a set of labelled
+answers through the answer verifier and report its precision and recall per label.
+
+Exit codes: 0 done; 1 with `--answers`, when the answer to at least one question failed (the LLM down or
+erring: each such item is reported with the reason, the others are answered and recorded); 2 a usage
+error (bad option, file or vault)."""
 
 from __future__ import annotations
 
@@ -31,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cache_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the summary and every item as JSON")
     parser.add_argument(
+        "--answers", action="store_true",
+        help="also answer every question as the service does (its settings: LLM_BACKEND, LLM_BASE_URL or "
+             "OLLAMA_URL, LLM_MODEL, the profile, the verify policy) and report faithfulness, grounded and the "
+             "answers' statuses; exit 1 when an answer failed",
+    )  # fmt: skip
+    parser.add_argument(
         "files", metavar="[PATH] FILE.yaml", nargs="*",
         help="the question set (items: id, q, expect, grounded, kind) or labelled answers (id, question, context, "
              "answer, sentences), after the vault folder if given; with "
@@ -59,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     args.file = rest[0] if rest else None
     if given is not None:
         args.vault = given  # (what every later `vault_path(args)` reads)
+    if args.answers and args.export_dataset:
+        raise CliError("--answers goes with a question set FILE.yaml or --langfuse-dataset NAME, not --export-dataset")
     if args.langfuse_dataset or args.export_dataset:
         from vaulttools.langfuse_datasets import run_langfuse
 
@@ -67,13 +80,21 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give a question set FILE.yaml (or --langfuse-dataset NAME)")
     try:
         if is_answer_set(args.file):
+            if args.answers:
+                raise CliError(f"{args.file}: --answers answers a question set (id, q, expect); this file holds labelled answers")
             return _run_answers(args)
         questions = load_questions(args.file)
     except QuestionSetError as exc:
         raise CliError(str(exc)) from None
     root = vault_path(args, given)
 
-    pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache)
+    settings, privacy = None, None
+    if args.answers:
+        from vaulttools.answering import privacy_of, service_settings
+
+        settings = service_settings()
+        privacy = privacy_of(settings)  # the service's private folders and tags hide the same notes here
+    pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache, privacy=privacy)
     index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
     for question, note in unknown:
@@ -85,31 +106,50 @@ def run(args: argparse.Namespace) -> int:
     # the bot's own retrieval (grasbot/answer/pipeline.py), as the API runs it for a first question
     evaluate(questions[:3], pipeline.search)  # warm the stem cache so the timing is the retrieval alone
     report = evaluate(questions, pipeline.search)
-    return show_report(args, str(args.file), root, report, index.size)
+    answers = None
+    if settings is not None:
+        from vaulttools.answering import AnswerReport, ServiceAnswerer
+
+        with ServiceAnswerer(root, settings) as answerer:
+            answers = AnswerReport([answerer.answer(question) for question in questions])
+    return show_report(args, str(args.file), root, report, index.size, answers)
 
 
-def show_report(args: argparse.Namespace, label: str, root: object, report: Any, notes: int) -> int:
-    """Print a retrieval report: JSON with --json, else the table, the median time and the misses."""
+def show_report(args: argparse.Namespace, label: str, root: object, report: Any, notes: int, answers: Any = None) -> int:
+    """Print a retrieval report: JSON with --json, else the table, the median time and the misses; with
+    `answers` (a `vaulttools.answering.AnswerReport` of the same questions), the answers' columns, the
+    failed answers, and exit code 1 when there is one."""
     summary = report.summary()
+    code = 1 if answers is not None and answers.failures else 0
 
     if args.json:
-        json.dump(report.as_json(), sys.stdout, ensure_ascii=False, indent=2)
+        payload = report.as_json()
+        if answers is not None:
+            payload["summary"]["answers"] = answers.summary()
+            for item, answer in zip(payload["items"], answers.items, strict=True):
+                item["answer"] = answer.as_json()
+        json.dump(payload, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
-        return 0
+        return code
 
     from vaulttools.tables import Column, console as make_console, print_table
 
     console = make_console()
     console.print(f"[bold]{label}[/bold] on {root}: {summary['items']} questions, {notes} public notes")
-    columns = [Column("set")] + [Column(name, justify="right") for name in
-                                 ("items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded")]
+    names = ["items", "hit@1", "hit@5", "recall@5", "MRR", "off-topic rejected", "on-topic grounded"]
+    if answers is not None:
+        names += ["faithfulness", "answers grounded"]
+    columns = [Column("set")] + [Column(name, justify="right") for name in names]
+    if answers is not None:
+        columns.append(Column("answers"))
+    answer_summary = answers.summary() if answers is not None else {}
     table_rows: list[list[str]] = []
 
-    def row(label: str, m: dict) -> list[str]:
-        def fmt(value: object) -> str:
-            return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+    def fmt(value: object) -> str:
+        return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
 
-        return [
+    def row(label: str, m: dict, a: dict | None) -> list[str]:
+        cells = [
             label,
             str(m["items"]),
             fmt(m["hit@1"]),
@@ -119,12 +159,27 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
             fmt(m["offtopic_rejected"]),
             fmt(m["ontopic_grounded"]),
         ]
+        if a is not None:
+            statuses = ", ".join(f"{n} {status}" for status, n in a["statuses"].items() if n)
+            cells += [fmt(a["faithfulness"]), fmt(a["grounded"]), statuses or "-"]
+        return cells
 
-    table_rows.append(row("all", summary))
+    table_rows.append(row("all", summary, answer_summary if answers is not None else None))
     for kind, metrics in summary.get("by_kind", {}).items():
-        table_rows.append(row(f"kind: {kind}", metrics))
+        table_rows.append(row(f"kind: {kind}", metrics, answer_summary["by_kind"][kind] if answers is not None else None))
     print_table(console, columns, table_rows)
     console.print(f"median retrieval time: {summary['ms_per_query']:.3f} ms per question (vault loaded)")
+    if answers is not None:
+        console.print(
+            f"answers: {answer_summary['answered']} of {answer_summary['items']} given, median {answer_summary['ms_per_answer'] or 0:.0f} ms "
+            "each (retrieval, generation, verification); faithfulness: the mean share of an answer's factual "
+            "sentences that its notes support",
+            markup=False, highlight=False,
+        )  # fmt: skip
+        if answers.failures:
+            console.print("[bold]failed answers[/bold] (the run went on without them):")
+            for failed in answers.failures:
+                console.print(f"  {failed.question.id}: {failed.question.q!r}: {failed.error}", markup=False, highlight=False)
     misses = [
         item
         for item in report.items
@@ -140,7 +195,7 @@ def show_report(args: argparse.Namespace, label: str, root: object, report: Any,
             if item.grounded != item.question.grounded:
                 what.append(f"grounded {str(item.grounded).lower()}, expected {str(item.question.grounded).lower()}")
             console.print(f"  {item.question.id}: {item.question.q!r}: " + "; ".join(what), markup=False, highlight=False)
-    return 0
+    return code
 
 
 def _run_answers(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ Public API (stable; the watcher, the TUI and users' scripts call these):
 - `apply_fixes(vault, diagnostics, taxonomy, config, *, write=True) -> list[FileFix]`
 - `load_config(vault_root) -> LintConfig`
 - `render(result, fmt) -> str` with `fmt` in `FORMATS` ("text", "json", "github", "sarif")
-- `Diagnostic`, `Severity`, `Fix`, `Edit`, `RULES` (rule metadata)
+- `Diagnostic`, `Severity`, `Fix`, `Edit`, `RULES` (the rule units: name, severity, docs, check; `vaulttools.lint.rule`)
 """
 
 from __future__ import annotations

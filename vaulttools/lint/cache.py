@@ -361,7 +361,7 @@ class LintCache:
 
     @classmethod
     def open(cls, root: Path, taxonomy: Any, config: LintConfig, today: _dt.date | None = None) -> LintCache:
-        from vaulttools.lint.registry import ENGINE_VERSION
+        from vaulttools.lint.rule import ENGINE_VERSION
 
         tax_digest = ""
         tax_path = getattr(taxonomy, "path", None)
@@ -377,8 +377,11 @@ class LintCache:
                 tax_digest = "unreadable"
         from grasbot import read_privacy
 
+        from vaulttools.lint.urls import DOCS_URL  # (the stored reports hold the rules' URLs)
+
         key = "|".join([CACHE_FORMAT, ENGINE_VERSION, sys.version.split()[0], str(tax_path or ""), tax_digest,
-                        config.digest(), read_privacy(root)[0].digest(), (today or _dt.date.today()).isoformat()])
+                        config.digest(), read_privacy(root)[0].digest(), (today or _dt.date.today()).isoformat(),
+                        DOCS_URL])
         cache = cls(cache_dir(root) / _FILE, key, Path(root))
         try:
             data = _read(cache.file)
@@ -651,22 +654,26 @@ class LintCache:
         return True
 
     def _relint(self, changed: dict[str, Note], taxonomy: Any, config: LintConfig, today: _dt.date | None) -> None:
-        from vaulttools.lint.engine import is_kept, check_one_note
-        from vaulttools.lint.rules import LintContext, links, slugs
-        from vaulttools.lint.registry import RULE_NAMES
-        from vaulttools.lint.rules.frontmatter import suppressed_rules
+        from vaulttools.lint.engine import check_one_note, is_kept, new_context
+        from vaulttools.lint.registry import RULE_NAMES, suppressed_rules
+        from vaulttools.lint.rules import links, slugs
+        from vaulttools.lint.rules.families import note_rules, vault_passes
         from vaulttools.lint.suppression import apply_inline
 
         snap = self.snapshot
         assert snap is not None
         vault = _CachedVault(self.root.resolve(), snap, changed)
-        ctx = LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today())  # type: ignore[arg-type]
+        ctx = new_context(vault, taxonomy, config, today=today)
+        rules = note_rules(config.enabled)
+        # the vault rules an edit that exports nothing new can change: its own duplicates and links
+        passes = vault_passes(config.enabled, only=(slugs, links))
         stored = snap.get("report")
         paths = sorted(p for p in changed if not config.excluded(p))
         for path in paths:
             note = changed[path]
-            found = check_one_note(note, ctx)
-            found += list(slugs.check_vault(ctx, [path])) + list(links.check_vault(ctx, [path]))
+            found = check_one_note(note, ctx, rules)
+            for vault_pass, on in passes:
+                found += list(vault_pass(ctx, [path], on))
             suppressed = suppressed_rules(note)
             kept = [d for d in found if is_kept(d, config, suppressed)]
             kept = apply_inline(kept, {path: note}.get, (path,), config.enabled, suppressed_rules, RULE_NAMES,

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from vaulttools.lint.diagnostics import Severity
-from vaulttools.lint.registry import RULE_NAMES
 
 __all__ = ["LintConfig", "ConfigError", "load_config", "parse_rule_list"]
 
@@ -100,6 +99,9 @@ def parse_rule_list(value: str | list[str] | None, where: str) -> list[str]:
     """`"a,b"` or `["a", "b"]` -> names, each checked against the registry."""
     if value is None:
         return []
+    # (here: the registry imports every rule, which a cached run that names no rule never needs)
+    from vaulttools.lint.registry import RULE_NAMES
+
     items = value.split(",") if isinstance(value, str) else value
     names = []
     for item in items:

@@ -32,26 +32,19 @@ from vaulttools.lint import positions
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import SORT_KEY, Diagnostic, Severity
 from vaulttools.lint.fixes import FileFix, fix_bytes, write_fixed
-from vaulttools.lint.registry import ENGINE_VERSION, RULE_NAMES, RULES
-from vaulttools.lint.rules import LintContext
-from vaulttools.lint.rules.families import NoteCheck, checks
-from vaulttools.lint.rules.frontmatter import suppressed_rules
+from vaulttools.lint.registry import ENGINE_VERSION, RULE_NAMES, suppressed_rules
+from vaulttools.lint.rule import Rule
+from vaulttools.lint.rules import LintContext, quick
+from vaulttools.lint.rules.families import note_rules, vault_passes
+from vaulttools.lint.rules.profile import PROFILE_INVALID
 from vaulttools.lint.suppression import apply_inline
-from vaulttools.lint.rules.profile import check_profile
 
 if TYPE_CHECKING:
     from grasbot import SearchIndex
     from grasbot import Vault
     from vaulttools.lint.cache import LintCache
 
-__all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes"]
-
-
-#: Rules checked by each vault-wide family (to skip a family, and its cost, when all its rules are off).
-_FAMILY_RULES: dict[str, frozenset[str]] = {}
-for _rule in RULES:
-    _FAMILY_RULES.setdefault(_rule.family, frozenset())
-    _FAMILY_RULES[_rule.family] = _FAMILY_RULES[_rule.family] | {_rule.name}
+__all__ = ["ENGINE_VERSION", "LintResult", "lint_vault", "lint_notes", "apply_fixes", "new_context", "check_one_note"]
 
 Progress = Callable[[int, int], None]
 
@@ -78,44 +71,32 @@ class LintResult:
         return any(d.severity is Severity.ERROR for d in self.diagnostics)
 
 
-def _context(vault: Vault, taxonomy: Any, config: LintConfig, index: SearchIndex | None, today: _dt.date | None) -> LintContext:
-    return LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today(), index=index)
+def new_context(vault: Any, taxonomy: Any, config: LintConfig, index: SearchIndex | None = None,
+                today: _dt.date | None = None) -> LintContext:
+    """The context of one run: what every rule may read (the registry's rule names included)."""
+    return LintContext(vault=vault, taxonomy=taxonomy, config=config, today=today or _dt.date.today(), index=index,
+                       rule_names=RULE_NAMES)
 
 
 def is_kept(diag: Diagnostic, config: LintConfig, suppressed: frozenset[str]) -> bool:
     return config.enabled(diag.rule) and diag.rule not in suppressed
 
 
-def check_one_note(note: Note, ctx: LintContext, note_checks: Sequence[NoteCheck] | None = None) -> list[Diagnostic]:
+def check_one_note(note: Note, ctx: LintContext, rules: Sequence[Rule] | None = None) -> list[Diagnostic]:
     """The note-local findings of one note (no cross-note rule), before select/ignore/suppression; with
-    `note_checks`, of those families only (see `_selected`)."""
-    every, _ = checks()
-    global _QUICK
-    if _QUICK is None:
-        from vaulttools.lint.rules import quick
-
-        _QUICK = quick.is_clean if quick.applies(every) else False
-    if _QUICK and _QUICK(note, ctx):
-        return []  # the usual clean note, known clean without running a dozen checks (nor a part of them)
+    `rules`, of those note rules only (the others do not run)."""
+    if rules is None:
+        rules = note_rules()
+    found = ctx.quick
+    if found is None or found[0] is not rules:
+        found = ctx.quick = (rules, quick.build(rules, ctx))
+    is_clean = found[1]
+    if is_clean is not None and is_clean(note):
+        return []  # the usual clean note, known clean without running a dozen checks
     out: list[Diagnostic] = []
-    for check in every if note_checks is None else note_checks:
-        out.extend(check(note, ctx))
+    for rule in rules:
+        out.extend(rule.run(note, ctx))  # type: ignore[misc]
     return out
-
-
-def _selected(all_checks: Sequence[NoteCheck], config: LintConfig) -> Sequence[NoteCheck] | None:
-    """The note-check families that have a rule `config` enables (None: all of them). A family none of whose
-    rules is selected is skipped before it runs: its findings would all be filtered out."""
-    kept = [c for c in all_checks if any(config.enabled(rule) for rule in _FAMILY_RULES.get(_family(c), ()))]
-    return None if len(kept) == len(all_checks) else kept
-
-
-def _family(check: Callable[..., Any]) -> str:
-    return check.__module__.rsplit(".", 1)[-1]
-
-
-#: `vaulttools.lint.rules.quick.is_clean` when it covers the note checks, else False (None: not decided yet).
-_QUICK: Callable[[Note, LintContext], bool] | bool | None = None
 
 
 def _run(
@@ -160,10 +141,9 @@ def _run_checks(
     flags: dict[str, bool] | None,
     build_index: bool,
 ) -> list[Diagnostic]:
-    ctx = _context(vault, taxonomy, config, index, today)
+    ctx = new_context(vault, taxonomy, config, index, today)
     ctx.build_index = build_index
-    all_note_checks, vault_checks = checks()
-    note_checks = _selected(all_note_checks, config)
+    rules = note_rules(config.enabled)  # a rule that is off never runs
     found: list[Diagnostic] = []
     total = len(paths)
     for done, path in enumerate(paths, 1):
@@ -172,17 +152,15 @@ def _run_checks(
             continue
         cached = cache.get(note) if cache is not None else None
         if cached is None:
-            cached = check_one_note(note, ctx, note_checks)
+            cached = check_one_note(note, ctx, rules) if rules else []
             if cache is not None:
                 cache.put(note, cached)
         found.extend(cached)
         if progress is not None and (done % 200 == 0 or done == total):
             progress(done, total)
     path_list = list(paths)
-    for check in vault_checks:
-        if not any(config.enabled(rule) for rule in _FAMILY_RULES.get(_family(check), ())):
-            continue  # e.g. retrieval off: the index is never built
-        found.extend(check(ctx, path_list))
+    for vault_pass, on in vault_passes(config.enabled):  # e.g. retrieval off: the index is never built
+        found.extend(vault_pass(ctx, path_list, on))
     notices.extend(ctx.notices)
     if flags is not None:
         flags["answers_checked"] = ctx.answers_checked
@@ -237,7 +215,7 @@ def lint_vault(
     flags: dict[str, bool] = {}
     diagnostics = _run(vault, taxonomy, config, paths, index, today, cache, progress, notices, flags)
     diagnostics = with_profile_findings(diagnostics, Path(vault.root), config)
-    notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in getattr(vault, "problems", [])]
+    notices += [f"{p.path}:{p.line}:{p.column}: {p.message}" for p in vault.problems]
     if taxonomy is not None and not (taxonomy.vocabularies or taxonomy.counts or taxonomy.ranges or taxonomy.required):
         # (a file of prose, or sections under other titles: silence would read as "all values allowed")
         notices.append(f"{taxonomy.path}: no list, count or range section found: only the structural rules ran")
@@ -253,9 +231,9 @@ def lint_vault(
 
 def with_profile_findings(diagnostics: list[Diagnostic], root: Path, config: LintConfig) -> list[Diagnostic]:
     """`diagnostics` and the findings on the vault's answering profile (rule `profile-invalid`), in report order."""
-    if not config.enabled("profile-invalid"):
+    if not config.enabled(PROFILE_INVALID.name):
         return diagnostics
-    found = [d for d in check_profile(root) if not config.excluded(d.path)]
+    found = [d for d in PROFILE_INVALID.run(root) if not config.excluded(d.path)]  # type: ignore[misc]
     return sorted([*diagnostics, *found], key=_SORT_KEY) if found else diagnostics
 
 
@@ -302,7 +280,7 @@ def apply_fixes(
     from grasbot import read_note
 
     config = config or LintConfig()
-    ctx = _context(vault, taxonomy, config, None, today)
+    ctx = new_context(vault, taxonomy, config, None, today)
     by_path: dict[str, list[Diagnostic]] = {}
     for diag in diagnostics:
         if diag.fix is not None and config.enabled(diag.rule):

@@ -26,11 +26,14 @@ from typing import TYPE_CHECKING
 
 from grasbot.markdown.body import comment_spans
 from vaulttools.lint.diagnostics import Diagnostic, Severity, new_diagnostic
+from vaulttools.lint.rule import WARNING, Rule
+from vaulttools.lint.rules import did_you_mean
+from vaulttools.lint.rules.frontmatter import UNKNOWN_RULE
 
 if TYPE_CHECKING:
     from grasbot.model import Note
 
-__all__ = ["DIRECTIVE", "Directive", "has_directive", "directives", "apply_inline"]
+__all__ = ["DIRECTIVE", "UNUSED_SUPPRESSION", "Directive", "has_directive", "directives", "apply_inline"]
 
 #: The word that starts a directive, inside ``%% … %%`` (the same word as the frontmatter key).
 DIRECTIVE = "vaulttools-ignore"
@@ -38,8 +41,16 @@ DIRECTIVE = "vaulttools-ignore"
 _INNER = re.compile(r"%%[ \t]*vaulttools-ignore[ \t]*(?::(?P<rules>[^%\n]*))?%%")
 _NAME = re.compile(r"[^,\s]+")
 
+UNUSED_SUPPRESSION = Rule(
+    "unused-suppression", "suppression", WARNING,
+    "A `%% vaulttools-ignore: rule %%` comment silences no finding on its line.",
+    "The finding it was written for is fixed, or moved to another line: a stale suppression would hide the "
+    "next real problem there (as ruff's RUF100).",
+    "See [[rust]] for more. %% vaulttools-ignore: broken-link %%   # rust.md exists: nothing to silence", None, scope="run",
+)
+
 #: Rules a directive cannot silence: a suppression's own findings.
-_UNSILENCEABLE = frozenset({"unused-suppression"})
+_UNSILENCEABLE = frozenset({UNUSED_SUPPRESSION.name})
 
 
 @dataclass(slots=True)
@@ -91,7 +102,7 @@ def apply_inline(
     enabled: Callable[[str], bool],
     suppressed: Callable[[Note], frozenset[str]],
     rule_names: Collection[str],
-    severity: Callable[[str], Severity],
+    severity: Callable[[Rule], Severity],
     not_run: Collection[str] = (),
 ) -> list[Diagnostic]:
     """`found` without the findings the notes' directives silence, plus `unused-suppression` and `unknown-rule`
@@ -139,34 +150,53 @@ def _report(
     enabled: Callable[[str], bool],
     off: frozenset[str],
     rule_names: Collection[str],
-    severity: Callable[[str], Severity],
+    severity: Callable[[Rule], Severity],
     not_run: Collection[str],
 ) -> list[Diagnostic]:
-    where = "this line" if d.target == d.line else f"line {d.target}"
+    """The findings on one directive: its names that are no rule (unknown-rule, whose unit is the frontmatter
+    family's: the same mistake in the other place), then what it silenced nothing of (unused-suppression)."""
     out: list[Diagnostic] = []
-    unused_on = enabled("unused-suppression") and "unused-suppression" not in off
-    if not d.names:
-        if unused_on and "" not in d.used:
-            out.append(_diag(path, d.line, d.column, d.end_column, "unused-suppression", severity,
-                             f"`%% {DIRECTIVE} %%` silences no finding on {where}: remove it"))
-        return out
+    if d.names and enabled(UNKNOWN_RULE.name) and UNKNOWN_RULE.name not in off:
+        out.extend(_unknown_names(path, d, rule_names, severity))
+    if enabled(UNUSED_SUPPRESSION.name) and UNUSED_SUPPRESSION.name not in off:
+        def ran(name: str) -> bool:  # a rule that ran on this note: its silence can be unused
+            return name in rule_names and name not in not_run and enabled(name) and name not in off
+
+        out.extend(UNUSED_SUPPRESSION.run(path, d, ran, severity))  # type: ignore[misc]
+    return out
+
+
+def _unknown_names(path: str, d: Directive, rule_names: Collection[str], severity: Callable[[Rule], Severity]
+                   ) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
     for name, start, end in d.names:
         if name not in rule_names:
-            if enabled("unknown-rule") and "unknown-rule" not in off:
-                from vaulttools.lint.rules import did_you_mean
+            guess = did_you_mean(name, list(rule_names))
+            hint = f"did you mean `{guess}`?" if guess else "see docs/rules.md for the rule names"
+            out.append(_diag(path, d.line, start, end, UNKNOWN_RULE, severity,
+                             f"`%% {DIRECTIVE} %%` names `{name}`, which is no rule: it suppresses nothing; {hint}"))
+    return out
 
-                guess = did_you_mean(name, list(rule_names))
-                hint = f"did you mean `{guess}`?" if guess else "see docs/rules.md for the rule names"
-                out.append(_diag(path, d.line, start, end, "unknown-rule", severity,
-                                 f"`%% {DIRECTIVE} %%` names `{name}`, which is no rule: it suppresses nothing; {hint}"))
+
+@UNUSED_SUPPRESSION.check
+def _unused(path: str, d: Directive, ran: Callable[[str], bool], severity: Callable[[Rule], Severity]
+            ) -> list[Diagnostic]:
+    """What `d` silenced nothing of, among the rules that `ran` on the note."""
+    where = "this line" if d.target == d.line else f"line {d.target}"
+    if not d.names:
+        if "" not in d.used:
+            return [_diag(path, d.line, d.column, d.end_column, UNUSED_SUPPRESSION, severity,
+                          f"`%% {DIRECTIVE} %%` silences no finding on {where}: remove it")]
+        return []
+    out: list[Diagnostic] = []
+    for name, start, end in d.names:
+        if name in d.used or not ran(name):
             continue
-        if not unused_on or name in d.used or name in not_run or not enabled(name) or name in off:
-            continue
-        out.append(_diag(path, d.line, start, end, "unused-suppression", severity,
+        out.append(_diag(path, d.line, start, end, UNUSED_SUPPRESSION, severity,
                          f"`%% {DIRECTIVE}: {name} %%` silences no `{name}` finding on {where}: remove it"))
     return out
 
 
-def _diag(path: str, line: int, column: int, end_column: int, rule: str, severity: Callable[[str], Severity],
+def _diag(path: str, line: int, column: int, end_column: int, rule: Rule, severity: Callable[[Rule], Severity],
           message: str) -> Diagnostic:
-    return new_diagnostic((path, line, column, line, end_column, rule, severity(rule), message, None))
+    return new_diagnostic((path, line, column, line, end_column, rule.name, severity(rule), message, None))

@@ -1,5 +1,7 @@
 """`--format json`: the stable shape of docs/architecture.md ("Stable output shapes"). `path` is relative to the
-vault, `vault` is the vault folder; each finding's `url` is its rule's documentation (`vaulttools.lint.urls`)."""
+vault, `vault` is the vault folder; each finding's `url` is its rule's documentation (`vaulttools.lint.urls`);
+`notices` (added after `summary`, so readers of the older shape are unaffected) are what the text report says
+as `note: …` lines: vault-level problems (a folder symlink to outside the vault), a rule that could not run."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ def to_data(result: LintResult) -> dict:
         "notes": result.notes,
         "diagnostics": [d.to_dict() for d in result.diagnostics],
         "summary": result.summary,
+        "notices": list(result.notices),
     }
 
 
@@ -44,9 +47,11 @@ def frame(totals: Totals, has_parts: bool) -> tuple[str, str, str]:
     """(head, separator, tail): the report is head + separator.join(non-empty parts) + tail."""
     head = json.dumps({"version": 1, "vault": str(totals.root), "notes": totals.notes}, ensure_ascii=False)[:-1]
     summary = json.dumps({"error": totals.errors, "warning": totals.warnings})
+    notices = json.dumps(list(totals.notices), ensure_ascii=False)
+    end = f'"summary": {summary},\n  "notices": {notices}}}\n'
     if not has_parts:
-        return f'{head},\n  "diagnostics": [],\n  "summary": {summary}}}\n', _SEP, ""
-    return f'{head},\n  "diagnostics": [\n    ', _SEP, f'\n  ],\n  "summary": {summary}}}\n'
+        return f'{head},\n  "diagnostics": [],\n  {end}', _SEP, ""
+    return f'{head},\n  "diagnostics": [\n    ', _SEP, f'\n  ],\n  {end}'
 
 
 def assemble(totals: Totals, parts: Iterable[str]) -> str:

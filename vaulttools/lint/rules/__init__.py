@@ -1,17 +1,20 @@
-"""The checks, one module per family, and what they share: the lint context and position helpers.
+"""The rules, one module per family, and what they share: the lint context and position helpers.
 
-Two kinds of check:
-- *note checks* (`check_note(note, ctx)`) look at one note and the taxonomy only; their results can be cached
-  by the note's content digest;
-- *vault checks* (`check_vault(ctx, paths)`) need the whole vault (links, duplicates, retrieval) and report
-  only on `paths`.
+Each family module declares its rules as units (`vaulttools.lint.rule.Rule`: name, severity, docs, check,
+quick predicate, fix) and, when its rules read the whole vault, the one pass that feeds them
+(`vault_pass(ctx, paths, rules)`). Two kinds of check:
+- *note rules* look at one note and the taxonomy only; their results can be cached by the note's digest;
+- *vault rules* need the whole vault (links, duplicates, retrieval) and report only on `paths`.
+
+This package imports no family (`families.py` lists them, `vaulttools.lint.registry` collects their rules),
+so that no family's import comes back to it (docs/architecture.md: no import cycle).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,7 @@ from grasbot import Note, Span
 from grasbot import edit_distance, fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, Fix, Severity, new_diagnostic
-from vaulttools.lint.registry import get_rule
+from vaulttools.lint.rule import Rule
 
 if TYPE_CHECKING:
     from grasbot import SearchIndex
@@ -135,14 +138,15 @@ class LintContext:
     _name_choices: dict[str, str] | None = field(default=None, repr=False)
     _suggesters: dict[str, Suggester] = field(default_factory=dict, repr=False)
     _vocab_keys: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
-    _quick: Any = field(default=None, repr=False)  # vaulttools.lint.rules.quick's per-run memo
+    rule_names: Collection[str] = ()  # every rule's name (the registry's), for unknown-rule
+    quick: Any = field(default=None, repr=False)  # this run's quick-clean test (rules/quick.py), built on first use
 
-    def severity(self, rule: str, default: Severity | None = None) -> Severity:
-        """The configured severity of `rule`, else `default`, else the registry's."""
-        configured = self.config.severity.get(rule)
+    def severity(self, rule: Rule, default: Severity | None = None) -> Severity:
+        """The configured severity of `rule`, else `default`, else the rule's own."""
+        configured = self.config.severity.get(rule.name)
         if configured is not None:
             return configured
-        return default or get_rule(rule).severity
+        return default or rule.severity
 
     def search_index(self) -> SearchIndex | None:
         if self.index is None and not self.build_index:
@@ -288,12 +292,14 @@ def make(
     ctx: LintContext,
     note: Note,
     span: Span,
-    rule: str,
+    rule: Rule,
     message: str,
     fix: Fix | None = None,
     severity: Severity | None = None,
 ) -> Diagnostic:
+    """`rule`'s finding on `note` at `span` (the rule's configured severity unless `severity` is given)."""
     line, column, end_line, end_column = span
     if "\n" in message or "\r" in message:  # a value quoted from a block scalar: one finding stays one line
         message = message.replace("\r", "\\r").replace("\n", "\\n")
-    return new_diagnostic((note.path, line, column, end_line, end_column, rule, ctx.severity(rule, severity), message, fix))
+    return new_diagnostic((note.path, line, column, end_line, end_column, rule.name, ctx.severity(rule, severity), message,
+                           fix))

@@ -1,4 +1,4 @@
-"""answer-not-retrieved: does each question of a note's own `answers` bring that note into the top 3 of the real
+"""The retrieval rule, answer-not-retrieved: does each question of a note's own `answers` bring that note into the top 3 of the real
 retrieval engine? One index is built per run (`LintContext.search_index`) and shared by every question.
 """
 
@@ -8,13 +8,24 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from vaulttools.lint.diagnostics import Diagnostic
+from vaulttools.lint.rule import WARNING, Rule
 from vaulttools.lint.rules import LintContext, item_span, make
 
 if TYPE_CHECKING:
     from grasbot import SearchResult
 
+ANSWER_NOT_RETRIEVED = Rule(
+    "answer-not-retrieved", "retrieval", WARNING,
+    "A question in the note's own `answers` does not bring the note into the top 3 of the real retrieval "
+    "engine.",
+    "The author learns the vault will not answer that question from this note: strengthen aliases, title "
+    "or body, or move the question to the note that does come first.",
+    "answers:\n  - Quel est son parcours ?   # bio-fernand.md comes first, this note 5th", None, scope="vault",
+)
 
-def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
+
+@ANSWER_NOT_RETRIEVED.check
+def _answers(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     vault = ctx.vault
     top_k = ctx.config.answer_top_k
     if ctx.index is None and not ctx.build_index:
@@ -34,7 +45,7 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             count += len(questions)
     if not count:
         return
-    explicit = ctx.config.select is not None and "answer-not-retrieved" in ctx.config.select
+    explicit = ctx.config.select is not None and ANSWER_NOT_RETRIEVED.name in ctx.config.select
     if count > ctx.config.answer_check_limit and not explicit:
         # one search per question: on a huge vault this would dominate lint time; run it on purpose instead
         ctx.notices.append(
@@ -62,7 +73,7 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
             found = f"retrieved first: {first}"
         else:
             found = "no note is retrieved at all"
-        yield make(ctx, note, item_span(note, "answers", i), "answer-not-retrieved",
+        yield make(ctx, note, item_span(note, "answers", i), ANSWER_NOT_RETRIEVED,
                    f"asking `{question.strip()}` does not retrieve this note in the top {top_k} ({found}): "
                    f"put the words of the question in its aliases, title or body, or move the question to the "
                    f"note that comes first")

@@ -1,10 +1,11 @@
-"""Identity checks: a note's slug is its file name, no two notes share a slug, no alias is shared."""
+"""The identity rules: a note's slug is its file name (a note rule), no two notes share a slug, no alias is shared
+(vault rules, fed by one pass over every note's identity row: `vault_pass`)."""
 
 from __future__ import annotations
 
 import unicodedata
 import weakref
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 from grasbot import Note, Span
@@ -12,7 +13,9 @@ from grasbot import fold
 from vaulttools.lint import positions
 from vaulttools.lint.diagnostics import Diagnostic, new_diagnostic
 from vaulttools.lint.positions import Column
+from vaulttools.lint.rule import ERROR, WARNING, QuickPredicate, Rule
 from vaulttools.lint.rules import LintContext, item_span, make, value_span
+from vaulttools.lint.view import IdentityRowsView
 
 if TYPE_CHECKING:
     from vaulttools.lint.view import NotesView
@@ -22,20 +25,56 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def check_note(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
+SLUG_MISMATCH = Rule(
+    "slug-mismatch", "slugs", ERROR,
+    "`slug` differs from the file name without `.md`.",
+    "Links are written `[[slug]]` but resolve by file name: a slug that differs breaks them, and the "
+    "note's id and URL disagree.",
+    "slug: pushswap   # in push-swap.md", None,
+)
+
+
+@SLUG_MISMATCH.check
+def _slug_mismatch(note: Note, ctx: LintContext) -> Iterator[Diagnostic]:
     slug = note.meta.get("slug") if isinstance(note.meta, dict) else None
     if not isinstance(slug, str) or not slug.strip():
         return
     if _nfc(slug.strip()) == _nfc(note.stem):
         return
     if _nfc(slug.strip()).lower() == _nfc(note.stem).lower():  # links still resolve (case-insensitive)
-        yield make(ctx, note, value_span(note, "slug"), "slug-mismatch",
+        yield make(ctx, note, value_span(note, "slug"), SLUG_MISMATCH,
                    f"`slug: {slug}` differs from the file name `{note.stem}` in case only: links resolve, but "
                    f"the note's id and URLs use the slug; write `slug: {note.stem}` or rename the file")
         return
-    yield make(ctx, note, value_span(note, "slug"), "slug-mismatch",
+    yield make(ctx, note, value_span(note, "slug"), SLUG_MISMATCH,
                f"`slug: {slug}` differs from the file name `{note.stem}`: links `[[{slug}]]` will not resolve; "
                f"rename the file to `{slug}.md` or write `slug: {note.stem}`")
+
+
+@SLUG_MISMATCH.quick
+def _slug_mismatch_quick(ctx: LintContext) -> QuickPredicate:
+    def quiet(note: Note, meta: dict) -> bool:
+        slug = meta.get("slug")
+        if slug is None or not slug.strip():
+            return True
+        stem = note.stem
+        return slug.strip() == stem or _nfc(slug.strip()) == _nfc(stem)
+
+    return quiet
+
+
+SLUG_DUPLICATE = Rule(
+    "slug-duplicate", "slugs", ERROR,
+    "Several notes have the same `slug`.",
+    "The slug is the note's id in sources and URLs: two notes with one id cannot both be cited.",
+    "slug: libft   # in 10-Projets/libft.md and in 50-Technique/libft.md", None, scope="vault",
+)
+ALIAS_DUPLICATE = Rule(
+    "alias-duplicate", "slugs", WARNING,
+    "The same alias (case- and accent-folded) appears on several notes.",
+    "An alias is a +10 signal: shared, it makes retrieval ambiguous between those notes.",
+    "aliases: [algo]   # in push-swap.md and in impression-3d.md", None, scope="vault",
+)
 
 
 IdentityRow = tuple  # (path, slug or None, aliases tuple, is_private)
@@ -88,9 +127,8 @@ _ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def identity_rows(vault: NotesView) -> list[tuple]:
     """(path, slug or None, aliases, folded aliases, is_private) of every note; a cached vault gives them
     from its store without building notes."""
-    rows = getattr(vault, "identity_rows", None)
-    if rows is not None:
-        return rows()
+    if isinstance(vault, IdentityRowsView):  # the declared hook (vaulttools/lint/view.py)
+        return vault.identity_rows()
     try:
         memo = _ROWS.setdefault(vault, {})
     except TypeError:  # not weak-referenceable: no memo
@@ -113,9 +151,11 @@ def identity_rows(vault: NotesView) -> list[tuple]:
     return out
 
 
-def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
+def vault_pass(ctx: LintContext, paths: list[str], rules: Collection[Rule]) -> Iterator[Diagnostic]:
+    """One pass over every note's identity row for the rules on (`rules`): the notes holding each slug for
+    slug-duplicate, each folded alias for alias-duplicate; each rule then decides and reports."""
     wanted = set(paths)
-    notes = ctx.vault.notes
+    slugs_on, aliases_on = SLUG_DUPLICATE in rules, ALIAS_DUPLICATE in rules
     rows = identity_rows(ctx.vault)
     # only the slugs and aliases the reported notes use matter: a watcher linting one note stays cheap
     want_slugs: set[str] | None = None
@@ -134,11 +174,11 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
     holders: dict[str, list[str]] = {}
     reported: list[tuple[str, tuple, tuple]] = []
     for path, slug, aliases, keys, private in rows:
-        if slug and slug.strip():
+        if slugs_on and slug and slug.strip():
             key = _nfc(slug.strip()).casefold()
             if want_slugs is None or key in want_slugs:
                 by_slug.setdefault(key, []).append(path)
-        if private:
+        if private or not aliases_on:
             continue  # private notes are never candidates: their aliases compete with nothing
         if want_aliases is not None:
             if want_aliases.isdisjoint(keys):
@@ -163,6 +203,16 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                     group.append(path)
         if path in wanted:
             reported.append((path, aliases, keys))
+    if slugs_on:
+        yield from SLUG_DUPLICATE.run(ctx, by_slug, wanted)  # type: ignore[misc]
+    if aliases_on:
+        yield from ALIAS_DUPLICATE.run(ctx, holders, reported)  # type: ignore[misc]
+
+
+@SLUG_DUPLICATE.check
+def _slug_duplicates(ctx: LintContext, by_slug: dict[str, list[str]], wanted: set[str]) -> Iterator[Diagnostic]:
+    """From the pass: the notes holding each (NFC, case-folded) slug; reports on the `wanted` notes."""
+    notes = ctx.vault.notes
     for key in sorted([k for k, group in by_slug.items() if len(group) > 1]):  # most slugs are unique
         group = sorted(by_slug[key])
         for path in group:
@@ -170,12 +220,12 @@ def check_vault(ctx: LintContext, paths: list[str]) -> Iterator[Diagnostic]:
                 continue
             note = notes[path]
             others = ", ".join(p for p in group if p != path)
-            yield make(ctx, note, value_span(note, "slug"), "slug-duplicate",
+            yield make(ctx, note, value_span(note, "slug"), SLUG_DUPLICATE,
                        f"slug `{note.meta.get('slug')}` is also the slug of {others}: each note needs its own "
                        f"slug (its id in sources and URLs); rename one")
-    yield from _alias_findings(ctx, holders, reported)
 
 
+@ALIAS_DUPLICATE.check
 def _alias_findings(
     ctx: LintContext, holders: dict[str, list[str]], reported: list[tuple[str, tuple, tuple]]
 ) -> list[Diagnostic]:
@@ -186,7 +236,7 @@ def _alias_findings(
     finding is built as the tuple it is. They come out in report order, note by note and item by item, so that
     the engine's final sort mostly finds runs already in order."""
     notes = ctx.vault.notes
-    severity = ctx.severity("alias-duplicate")
+    severity, name = ctx.severity(ALIAS_DUPLICATE), ALIAS_DUPLICATE.name
     # the notes named by every holder but the first three: one message per spelling of the alias (a spelling
     # has one folded form, so the spelling alone is the key)
     by_others: dict[str, str] = {}
@@ -216,7 +266,7 @@ def _alias_findings(
                 line, column, end_line, end_column = spans[index]
             else:
                 line, column, end_line, end_column = item_span(notes[path], "aliases", index)
-            append(new((path, line, column, end_line, end_column, "alias-duplicate", severity, message, None)))
+            append(new((path, line, column, end_line, end_column, name, severity, message, None)))
     return found
 
 
