@@ -142,6 +142,12 @@ class Note:
     loop). `body` is stored separately only when it is not the tail of `text`. `digest` is computed on
     first access when the note was read from bytes. `links` of a note the vault read are kept as one flat
     tuple and built on access (see the property).
+
+    A note from the persistent snapshot (grasbot/snapshot.py) starts as a *shell*: its path, id, privacy
+    verdict (`withheld`), problems and digest are set, and `_pending` holds what reads the rest; the first
+    access to any other field fills them all at once (`__getattr__`, called only for a field not set yet:
+    no cost for a note read from its file). A command that reads a few notes' bodies then decodes only
+    those.
     """
 
     __slots__ = (
@@ -164,8 +170,16 @@ class Note:
         "_digest",
         "id",
         "withheld",
+        "_pending",
         "__weakref__",
     )
+
+    #: The fields a snapshot's shell leaves unset until first read (see `__getattr__`); the others
+    #: (path, id, withheld, problems, _digest) are set in the shell.
+    LAZY_FIELDS = (
+        "_src", "_body_at", "_body", "meta", "body_line", "has_frontmatter", "headings", "block_ids", "_links",
+        "_link_entries", "_keys", "_items", "_find_positions", "frontmatter_span",
+    )  # fmt: skip
 
     path: str  # vault-relative, POSIX separators, original case and normalisation
     meta: dict[str, Any]
@@ -257,6 +271,19 @@ class Note:
         note.id = ""
         note.withheld = None
         return note
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for a field not set: a shell's (see the class docstring) are filled on first read by its
+        `_pending` filler (`fill(note)` sets every field of `LAZY_FIELDS` and deletes `_pending`)."""
+        if name in _LAZY:
+            try:
+                pending = object.__getattribute__(self, "_pending")
+            except AttributeError:
+                pending = None
+            if pending is not None:
+                pending[0].fill(self)
+                return object.__getattribute__(self, name)
+        raise AttributeError(f"'Note' object has no attribute {name!r}")
 
     # -- links ---------------------------------------------------------------------------------------
     @property
@@ -481,6 +508,9 @@ class Note:
     @property
     def is_moc(self) -> bool:
         return (self.type or "").lower() == "moc" or self.stem.lower().startswith("moc-")
+
+
+_LAZY = frozenset(Note.LAZY_FIELDS)  # (see Note.__getattr__)
 
 
 _VISIBILITY = "visibility"

@@ -263,6 +263,7 @@ class Vault:
         self._slug_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._hidden: frozenset[str] | None = None  # `hidden_paths`, forgotten at each update
+        self._types: dict[str, str] | None = None  # `note_types`, forgotten at each update
         #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
         #: plus `privacy` from the caller, such as the service's settings).
         own, problem = read_privacy(root)
@@ -892,6 +893,15 @@ class Vault:
             hidden = self._hidden = frozenset(p for p, n in self.notes.items() if not visible_to_visitors(n))
         return hidden
 
+    def note_types(self) -> dict[str, str]:
+        """Each note's `type` field ("" when it has none), computed once per state of the vault (as
+        `hidden_paths`, and kept with it in the persistent snapshot: the service counts its notes by type
+        at each start without decoding every note)."""
+        types = self._types
+        if types is None:
+            types = self._types = {p: n.type or "" for p, n in self.notes.items()}
+        return types
+
     def visitor_text(self, text: str, source: str) -> str:
         """`text` (a body, a title, as written in the note at `source`) without the links a visitor may not
         follow: every link that *resolves* to a hidden note is removed with its text (a public note named
@@ -975,7 +985,7 @@ class Vault:
     def update_file(self, path: str | Path) -> LinkChange:
         """Re-read one file (created or modified), without re-reading the rest of the vault."""
         self.prepare_updates()
-        self._hidden = None
+        self._hidden = self._types = None
         rel = self._relpath(path)
         full = self.root / rel
         self._drop_problems(rel)
@@ -1062,7 +1072,7 @@ class Vault:
     def remove_file(self, path: str | Path) -> LinkChange:
         """Forget one file (deleted, or moved out of the vault) or every file under a deleted folder."""
         self.prepare_updates()
-        self._hidden = None
+        self._hidden = self._types = None
         rel = self._relpath(path)
         self._drop_problems(rel)
         if rel in self.files:

@@ -266,3 +266,46 @@ def test_duplicate_slug_and_alias_are_checked_on_both_notes(live: LiveVault) -> 
     delta = live.apply([twin])
     assert {(path, "slug-duplicate"), (path, "alias-duplicate")} <= {(d.path, d.rule) for d in delta.fixed}
     assert not [d for d in live.diagnostics(path) if d.rule.endswith("-duplicate")]
+
+
+def _findings(live: LiveVault) -> list[tuple]:
+    return sorted((d.path, d.line, d.column, d.rule, d.message, str(d.severity)) for d in live.diagnostics())
+
+
+def test_a_start_through_the_lint_cache_finds_what_a_full_lint_finds(sample_vault_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Differential: `use_snapshot=True` (the TUI's and watch's start: the snapshot, then the first lint
+    through the lint cache) against a full load and lint of the same folder, cold, warm (nothing changed:
+    the stored findings), after a body edit (the cache re-checks that note) and after a note made private
+    (a full run). A second way to the same findings, so compared on every step."""
+    from vaulttools.lint import cache as lint_cache
+
+    monkeypatch.delenv("VAULTTOOLS_CACHE_DIR", raising=False)
+    root = sample_vault_copy
+    answered: list[str] = []
+    real_answer = lint_cache.LintCache.answer
+
+    def answer(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        ok = real_answer(self, *args, **kwargs)
+        answered.append(self.mode if ok else "full")
+        return ok
+
+    monkeypatch.setattr(lint_cache.LintCache, "answer", answer)
+
+    def both() -> None:
+        cached = LiveVault.load(root, use_snapshot=True)
+        cached.save_snapshot()
+        assert _findings(cached) == _findings(LiveVault.load(root))
+
+    both()
+    both()
+    assert answered == ["full", "unchanged"]
+    live = LiveVault.load(root)
+    path = note_with_domains(live)
+    file = root / path
+    text = file.read_text(encoding="utf-8")
+    file.write_text(set_domains(text, [UNKNOWN]) + "\nUne ligne de plus.\n", encoding="utf-8")
+    both()
+    assert answered[-1] in ("incremental", "full")
+    assert any(d.rule == "unknown-domain" and d.path == path for d in LiveVault.load(root, use_snapshot=True).diagnostics())
+    file.write_text(file.read_text(encoding="utf-8").replace("visibility: public", "visibility: private", 1), encoding="utf-8")
+    both()

@@ -42,6 +42,11 @@ def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     dest = tmp_path / "vault"
     # (without the caches a command run on the bundled vault left there: this copy has its own)
     shutil.copytree(SAMPLE_VAULT, dest, ignore=shutil.ignore_patterns(".vaulttools_cache"))
+    # A file changed within `_RACY_NS` of its stat is compared by digest at the next start (see
+    # test_a_file_changed_in_the_same_clock_tick_as_its_stat_is_compared_by_digest): a vault copied a moment
+    # ago would be all "racy". Here the window is that of a fine-grained clock, and the copy older than it.
+    monkeypatch.setattr(snapshot, "_RACY_NS", 20_000_000)
+    time.sleep(0.03)
     return dest
 
 
@@ -102,6 +107,42 @@ def test_touched_but_unchanged_files_are_not_reread(vault: Path) -> None:
     snap = snapshot.load(vault)
     assert snap.source == "snapshot" and snap.reread == 0
     assert ranking(snap.index) == fresh(vault)
+
+
+def test_a_file_changed_in_the_same_clock_tick_as_its_stat_is_compared_by_digest(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a file system with a coarse clock (1-2 s: FAT, some network mounts), a note saved just after the
+    snapshot's stat, in the same tick and with the same size, keeps the stat signature recorded (mtime,
+    ctime, size and inode all equal). Such a "racy" signature is recorded as never matching, so the next
+    start compares the digest and sees the note made private. The coarse clock is simulated: every stat
+    of the note returns the times of its first stat."""
+    monkeypatch.setattr(snapshot, "_RACY_NS", 2_000_000_000)
+    rust = next(vault.rglob("rust*.md"))
+    rel = rust.relative_to(vault).as_posix()
+    real_stat = os.stat
+    frozen: dict[str, os.stat_result] = {}
+
+    def coarse_stat(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        st = real_stat(path, *args, **kwargs)
+        if str(path) != str(rust):
+            return st
+        first = frozen.setdefault("st", st)
+        fields = list(st)
+        fields[8], fields[9] = first[8], first[9]  # the integer mtime and ctime fields
+        return os.stat_result(fields, {"st_mtime_ns": first.st_mtime_ns, "st_ctime_ns": first.st_ctime_ns})
+
+    rust.write_text(rust.read_text(encoding="utf-8"), encoding="utf-8")  # saved just now
+    monkeypatch.setattr(os, "stat", coarse_stat)
+    snapshot.save(snapshot.load(vault))
+    text = rust.read_text(encoding="utf-8")
+    edited = text.replace("visibility: public", "visibility: private", 1).replace("\n\n", "\n", 1)
+    assert len(edited.encode()) == len(text.encode()) and edited != text
+    rust.write_text(edited, encoding="utf-8")
+    assert snapshot._signature(str(rust), time.time_ns())[:2] == (frozen["st"].st_size, frozen["st"].st_mtime_ns)
+    snap = snapshot.load(vault)
+    assert snap.reread == 1 and rel in snap.vault.hidden_paths()
+    assert all(h.note.path != rel for h in snap.index.search("Rust").hits)
 
 
 @pytest.mark.parametrize(
@@ -203,8 +244,8 @@ def _wait_for_snapshot(vault: Path) -> Path:
 
 def test_the_service_starts_from_the_snapshot_and_sees_a_note_made_private_on_reload(vault: Path) -> None:
     """Through a real server: its start writes the snapshot, a second server starts from it, and a note made
-    private is never served after the reload, even when the edit kept the file's size and mtime (the
-    service checks every note's digest, not only its stat signature)."""
+    private is never served after the reload, even when the edit kept the file's size and mtime (the stat
+    signature holds the ctime, which no tool sets back)."""
     from tests.fake_ollama import FakeOllama
     from tests.service_fixtures import run_server, service_settings
 
@@ -300,3 +341,72 @@ def test_vaulttools_ask_writes_the_snapshot_after_its_answer_and_answers_as_with
     while file.stat().st_mtime_ns == written and time.monotonic() < deadline:  # refreshed, then written back
         time.sleep(0.05)
     assert file.stat().st_mtime_ns != written
+
+
+def _synthetic(tmp_path: Path) -> Path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import synth
+    finally:
+        sys.path.pop(0)
+    return synth.generate(tmp_path / "synth", 300, seed=11)
+
+
+@pytest.mark.parametrize("which", ["bundled", "synthetic"])
+def test_notes_from_the_snapshot_are_the_fresh_loads_notes(vault: Path, tmp_path: Path, which: str) -> None:
+    """The snapshot is a second representation of a loaded vault (note shells whose fields are decoded on
+    first read, `Note.__getattr__`): differential test against a fresh load of the same folder. Same notes
+    field by field, same privacy decisions (found without decoding any note), same resolutions, links and
+    redacted texts, same ranked ids and scores."""
+    from grasbot.answer.prompt import hidden_links, hidden_names, is_servable, unservable_notes
+
+    root = vault if which == "bundled" else _synthetic(tmp_path)
+    time.sleep(0.03)  # (older than the fixture's racy window)
+    fresh_vault = Vault.load(root)
+    fresh_index = SearchIndex.build(fresh_vault)
+    snapshot.save(snapshot.load(root))
+    snap = snapshot.load(root)
+    assert snap.source == "snapshot" and snap.reread == 0
+    notes = snap.vault.notes
+    assert list(notes) == list(fresh_vault.notes)
+    # privacy first, before anything reads a note's fields: decided from what the shells hold
+    assert all(getattr(n, "_pending", None) is not None for n in notes.values())  # shells, nothing decoded
+    unservable = [n.path for n in unservable_notes(snap.vault)]
+    assert unservable == [p for p, n in fresh_vault.notes.items() if not is_servable(n)] and unservable
+    assert snap.vault.hidden_paths() == fresh_vault.hidden_paths()
+    assert set(hidden_links(snap.vault)) == set(hidden_names(fresh_vault.notes.values()))
+    decoded = {p for p, n in notes.items() if getattr(n, "_pending", None) is None}
+    assert decoded <= set(unservable)  # only the hidden notes' names (slugs) were read
+    assert [(n.withheld, n.id) for n in notes.values()] == [(n.withheld, n.id) for n in fresh_vault.notes.values()]
+    # the ranking, which decodes only the hits
+    assert ranking(snap.index) == ranking(fresh_index)
+    assert any(getattr(n, "_pending", None) is not None for n in notes.values())
+    # then every note, field by field, and everything the vault derives from them
+    for path, note in fresh_vault.notes.items():
+        got = notes[path]
+        assert got == note, path
+        assert got.links == note.links and got.key_positions == note.key_positions
+        assert got.withheld == note.withheld and is_servable(got) == is_servable(note)
+        assert snap.vault.resolutions(path) == fresh_vault.resolutions(path)
+        assert snap.vault.outgoing(path) == fresh_vault.outgoing(path)
+        assert snap.vault.visitor_text(got.body, path) == fresh_vault.visitor_text(note.body, path)
+    assert all(getattr(n, "_pending", None) is None for n in notes.values())
+    assert snap.vault.files == fresh_vault.files
+    assert [snap.vault.incoming(p) for p in notes] == [fresh_vault.incoming(p) for p in notes]
+
+
+def test_a_snapshot_changed_in_place_after_it_was_opened_is_refused_not_decoded(vault: Path) -> None:
+    """A shell's fields are checked against their keyed digest before they are decoded: bytes changed in the
+    file after it was opened (no writer of ours does that: they replace it whole) raise a clear error
+    naming the file, never a decoded planted pickle."""
+    snapshot.save(snapshot.load(vault))
+    snap = snapshot.load(vault)
+    file = next((vault / ".vaulttools_cache").glob("snapshot-*.bin"))
+    data = bytearray(file.read_bytes())
+    data[-5] ^= 0xFF  # inside the last note's fields
+    with open(file, "r+b") as fh:  # in place: the open snapshot reads the same inode
+        fh.write(data)
+    last = list(snap.vault.notes.values())
+    with pytest.raises(snapshot.SnapshotDamaged, match="snapshot-"):
+        for note in last:
+            note.meta

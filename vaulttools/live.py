@@ -117,6 +117,12 @@ class _Linter:
         result = lint_vault(vault, self.taxonomy, self.config, index=index)
         return list(getattr(result, "diagnostics", result))
 
+    def lint_cached(self, vault: Vault, index: Any) -> list[Diagnostic]:
+        from vaulttools.lint.cache import lint_through_cache
+
+        result = lint_through_cache(vault, self.taxonomy, self.config, index=index)
+        return list(getattr(result, "diagnostics", result))
+
     def lint_some(self, vault: Vault, index: Any, paths: list[str]) -> list[Diagnostic]:
         from vaulttools.lint import lint_notes
 
@@ -225,6 +231,7 @@ class LiveVault:
         index: Any = None,
         with_index: bool = False,
         notices: Iterable[str] = (),
+        lint_cache: bool = False,
     ) -> None:
         self.vault = vault
         self.root: Path = vault.root
@@ -245,7 +252,7 @@ class LiveVault:
         for path, note in vault.notes.items():
             self._index_identity(path, note)
         self._rows = _IdentityRows(vault)
-        self._store(self._lint_all())
+        self._store(self._lint_all(lint_cache))
 
     # -- construction ----------------------------------------------------------------------------------
     @classmethod
@@ -269,7 +276,8 @@ class LiveVault:
         loader raises for an unreadable taxonomy given explicitly (the caller turns those into messages).
 
         `use_snapshot`: the vault and its index come from the persistent snapshot (grasbot/snapshot.py),
-        re-reading only the files changed since; `save_snapshot()` writes it back once watching is over."""
+        re-reading only the files changed since, and the first lint from the lint cache (`from_vault`'s
+        `lint_cache`); `save_snapshot()` writes the snapshot back once watching is over."""
         loaded = None
         if use_snapshot:
             from grasbot import snapshot
@@ -282,7 +290,8 @@ class LiveVault:
             _read_taxonomy(_find_taxonomy(vault.root, taxonomy))  # asked for by name: TaxonomyError now
         wants_index = with_index if with_index is not None else len(vault.notes) <= INDEX_AUTO_LIMIT
         index = loaded.index if loaded is not None and wants_index else None
-        live = cls.from_vault(vault, taxonomy=taxonomy, config=config, index=index, with_index=with_index)
+        live = cls.from_vault(vault, taxonomy=taxonomy, config=config, index=index, with_index=with_index,
+                              lint_cache=use_snapshot)  # fmt: skip
         live._snapshot = loaded
         return live
 
@@ -308,9 +317,11 @@ class LiveVault:
         config: Any = None,
         index: Any = None,
         with_index: bool | None = None,
+        lint_cache: bool = False,
     ) -> LiveVault:
         """Like `load`, over a `Vault` already read (and, optionally, its `SearchIndex` already built:
-        `with_index` then defaults to True). Never raises for the taxonomy: a taxonomy that cannot be read
+        `with_index` then defaults to True). `lint_cache`: the first lint through the lint cache
+        (`vaulttools.lint.cache.lint_through_cache`: the same findings, without re-checking unchanged notes). Never raises for the taxonomy: a taxonomy that cannot be read
         leaves the structural rules only, and `taxonomy_error` says why (editing the file to fix it brings
         the vocabulary rules back). Raises ConfigError for a broken lint configuration when `config` is None."""
         from vaulttools.taxonomy import TaxonomyError
@@ -344,7 +355,7 @@ class LiveVault:
             config = config.with_options(ignore=["answer-not-retrieved"])
         linter = _Linter(loaded, config, taxonomy_path, error)
         vault.prepare_updates()  # a live vault is updated on every save: the first save as quick as the next
-        return cls(vault, linter, index=index, with_index=with_index, notices=notices)
+        return cls(vault, linter, index=index, with_index=with_index, notices=notices, lint_cache=lint_cache)
 
     # -- reading (any thread) --------------------------------------------------------------------------
     @contextmanager
@@ -646,8 +657,11 @@ class LiveVault:
             return
         linter.taxonomy, linter.taxonomy_path, linter.taxonomy_error = taxonomy, path, None
 
-    def _lint_all(self) -> list[Diagnostic]:
+    def _lint_all(self, lint_cache: bool = False) -> list[Diagnostic]:
+        """Every note's findings; `lint_cache`: through the lint cache (`lint_through_cache`), for a start."""
         try:
+            if lint_cache:
+                return self._linter.lint_cached(self.vault, self.index)
             return self._linter.lint_all(self.vault, self.index)
         except Exception as exc:
             return [_file_diagnostic(".", f"the linter failed: {type(exc).__name__}: {exc}", rule=INTERNAL_RULE)]

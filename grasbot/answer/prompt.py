@@ -124,6 +124,19 @@ def hidden_names(notes: Iterable[Note]) -> frozenset[str]:
     return frozenset(names)
 
 
+def unservable_notes(vault: Any) -> list[Note]:
+    """The notes of `vault` that `is_servable` refuses, in path order, without reading every note's fields:
+    the private ones from the vault's `hidden_paths()` (computed once per state of the vault, and kept in
+    the persistent snapshot), the unreadable ones from their problems. The same notes as
+    `[n for n in vault.notes.values() if not is_servable(n)]` (tests/test_snapshot.py compares them), but a
+    vault started from the snapshot does not decode the fields of 10k notes to find them."""
+    hidden = vault.hidden_paths()
+    return [
+        note for path, note in vault.notes.items()
+        if path in hidden or (note.problems and any(p.code in _NEVER_SERVED for p in note.problems))
+    ]  # fmt: skip
+
+
 class HiddenLinks(frozenset):  # type: ignore[type-arg]
     """`hidden_names` of a vault's notes, with the vault: links are then redacted by where they *resolve*
     (`Vault.visitor_text`), not by name, when the note they are written in is known. A private note named
@@ -133,7 +146,7 @@ class HiddenLinks(frozenset):  # type: ignore[type-arg]
     vault: Any
 
     def __new__(cls, vault: Any) -> HiddenLinks:
-        self = super().__new__(cls, hidden_names(vault.notes.values()))
+        self = super().__new__(cls, hidden_names(unservable_notes(vault)))
         self.vault = vault
         return self
 

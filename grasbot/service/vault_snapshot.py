@@ -9,15 +9,17 @@ complete index, old or new, never a mix.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grasbot import snapshot as engine_snapshot
-from grasbot.answer.prompt import hidden_links, is_servable
-from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy, visible_to_visitors
+from grasbot.answer.prompt import hidden_links, unservable_notes
+from grasbot.model import HIDING_PROBLEMS, Note, PrivacyPolicy
 from grasbot.search.index import SearchConfig, SearchIndex
 from grasbot.vault import Vault
 
@@ -57,18 +59,25 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     """
     listed: list[dict[str, Any]] = []
     unlisted = 0
+    hidden = vault.hidden_paths()  # (`visible_to_visitors` false, and `is_servable` below, without decoding
+    unservable = {note.path for note in unservable_notes(vault)}  # every note: see unservable_notes)
     for path in sorted(vault.notes):
         note = vault.notes[path]
-        if not visible_to_visitors(note):
+        if path in hidden:
             if any(p.code in HIDING_PROBLEMS for p in note.problems):  # hidden as unreadable: counted, as below
                 unlisted += len(note.problems)
             continue
-        if not is_servable(note):
+        if path in unservable:
             unlisted += len(note.problems)
             continue
         listed.extend(_problem_view(p.path, p.line, p.column, p.code, p.message) for p in note.problems)
     unlisted += len(getattr(vault, "problems", None) or [])
     return listed, unlisted
+
+
+def _reap(pid: int) -> None:
+    with suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def load_snapshot(
@@ -78,23 +87,32 @@ def load_snapshot(
     `privacy`: private folders and tags from the settings, beside the vault's own `[privacy]`.
 
     Through the persistent snapshot (grasbot/snapshot.py): a start or a reload re-reads only the notes whose
-    bytes changed, every note's digest checked (`verify`: a note made private is seen even if its file kept
-    its size and mtime). The refreshed snapshot is written back in a thread of its own; a vault folder the
+    stat signature changed (size, mtime, ctime, inode: a note made private is seen however it was saved, see
+    `grasbot.snapshot.load`). The refreshed snapshot is written back in the background; a vault folder the
     service cannot write to (mounted read-only, without VAULTTOOLS_CACHE_DIR) only costs the fast start."""
-    loaded = engine_snapshot.load(root, config, verify=True, privacy=privacy)
+    loaded = engine_snapshot.load(root, config, privacy=privacy)
     vault, index = loaded.vault, loaded.index
-    threading.Thread(target=engine_snapshot.save, args=(loaded,), name="grasbot-snapshot-writer").start()
+    # Written in the background. Pickling the vault holds the GIL: from a thread it slowed the server's own
+    # start (a cold start took 1.16 × the time without a snapshot, benchmarks/README.md); so at the start,
+    # while this process has no other thread, a forked child writes it, reaped by a thread; a reload, which
+    # runs beside the event loop's threads, writes from a thread as before.
+    written = engine_snapshot.save(loaded, background=True)
+    if isinstance(written, int):
+        threading.Thread(target=_reap, args=(written,), name="grasbot-snapshot-reaper", daemon=True).start()
     public: dict[str, Note] = {}
     digests: dict[str, str] = {}
     by_type: dict[str, int] = {}
+    # (what is_servable decides, from what a note started from the snapshot holds without being decoded)
+    unservable = {note.path for note in unservable_notes(vault)}
+    types = vault.note_types()
     for path in sorted(vault.notes):
-        note = vault.notes[path]
-        if not is_servable(note):
+        if path in unservable:
             continue
+        note = vault.notes[path]
         note_id = note.id or note.slug or note.stem
         public[note_id] = note
         digests[note_id] = note.digest
-        kind = note.type or "autre"
+        kind = types[path] or "autre"
         by_type[kind] = by_type.get(kind, 0) + 1
     problems, unlisted = listed_problems(vault)
     return VaultSnapshot(

@@ -52,10 +52,12 @@ def split_vault_positional(values: list[str], least: int) -> tuple[str | None, l
 
 
 def add_cache_argument(parser: argparse.ArgumentParser) -> None:
-    """`--no-cache`, as lint has it: read the whole vault and build the index, no snapshot read or written."""
+    """`--no-cache`, as lint has it: read the whole vault and build the index, no snapshot read or written (and,
+    for `tui` and `watch`, the first lint without the lint cache)."""
     parser.add_argument(
         "--no-cache", action="store_true",
-        help="do not read or write the vault snapshot (VAULT/.vaulttools_cache/): load and index the whole vault",
+        help="do not read or write the caches of VAULT/.vaulttools_cache/ (the vault snapshot; for tui and watch, "
+             "the lint cache too): read the whole vault",
     )  # fmt: skip
 
 

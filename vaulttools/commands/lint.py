@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     # imports kept to what every run needs: the cached answer loads neither the vault engine nor the rules
     from vaulttools.discovery import DiscoveryError, select_paths
-    from vaulttools.lint.cache import LintCache
+    from vaulttools.lint.cache import LintCache, profile_has_findings
     from vaulttools.lint.config import ConfigError, load_config, parse_rule_list
     from vaulttools.taxonomy import TaxonomyError, find_taxonomy, load_taxonomy
 
@@ -254,16 +254,6 @@ def _narrow(result, selection, baseline, vault, cache, config, quiet: bool):
             print(f"Baseline {baseline.source}: {count(match.baselined, 'finding')} baselined, not reported{gone}.",
                   file=sys.stderr)
     return replace(result, diagnostics=diagnostics, notes=notes)
-
-
-def profile_has_findings(root: Path, config: Any) -> bool:
-    """Whether the vault's answering profile has findings (`profile-invalid`): the lint cache stores per-note
-    findings only, so such a run goes without it (a profile is one small file: reading it is cheap)."""
-    if not config.enabled("profile-invalid"):
-        return False
-    from vaulttools.lint.rules.profile import check_profile
-
-    return bool(check_profile(root))
 
 
 def _write_output(args: argparse.Namespace, text: str | bytes) -> None:

@@ -58,7 +58,7 @@ from grasbot import Heading, Note, Resolution
 from vaulttools.lint.config import LintConfig
 from vaulttools.lint.diagnostics import Diagnostic, Edit, Fix, Severity
 
-__all__ = ["LintCache", "cache_dir"]
+__all__ = ["LintCache", "cache_dir", "lint_through_cache", "profile_has_findings"]
 
 _FILE = "lint.bin"
 #: Beside it: what incremental runs changed since it was written (see `LintCache.save`).
@@ -731,6 +731,37 @@ class LintCache:
             self._dirty = self._full_dirty = False
         except (OSError, ValueError):
             pass
+
+
+def profile_has_findings(root: Path, config: Any) -> bool:
+    """Whether the vault's answering profile has findings (`profile-invalid`): the lint cache stores per-note
+    findings only, so such a run goes without it (a profile is one small file: reading it is cheap)."""
+    if not config.enabled("profile-invalid"):
+        return False
+    from vaulttools.lint.rules.profile import check_profile
+
+    return bool(check_profile(root))
+
+
+def lint_through_cache(vault: Any, taxonomy: Any, config: LintConfig, index: Any = None) -> Any:
+    """What `lint_vault(vault, taxonomy, config, index=index)` returns, from the lint cache when it answers
+    for the vault folder as it is now (nothing changed, or a few notes re-checked: `LintCache.answer`), else
+    from a full run, then recorded in the cache (written at once). How the TUI and `vaulttools watch` start
+    their live lint: a warm start does not lint 10k notes again (tests/test_live.py compares it with a
+    full run). `vault` is the folder as loaded just before (its snapshot refreshed from the same stat walk
+    the cache compares, so both describe the folder as it is)."""
+    from vaulttools.lint.engine import lint_vault
+
+    root = Path(vault.root)
+    if profile_has_findings(root, config):
+        return lint_vault(vault, taxonomy, config, index=index)
+    cache = LintCache.open(root, taxonomy, config)
+    result = cache.fast_result(taxonomy, config)
+    if result is None:
+        result = lint_vault(vault, taxonomy, config, index=index, cache=cache)
+        cache.record(vault, result, result.answers_checked)
+    cache.save()
+    return result
 
 
 def _new_delta() -> dict[str, dict]:

@@ -282,9 +282,11 @@ def _severity_counts(diags: Iterable[Diagnostic]) -> tuple[int, int, tuple[str, 
     return errors, warnings, tuple(sorted(rules)), fixable
 
 
-def _row(note: Note, diags: Iterable[Diagnostic]) -> NoteRow:
+def _row(note: Note, diags: Iterable[Diagnostic], private: bool) -> NoteRow:
+    """`private`: `note.is_private`, as the vault's `hidden_paths()` has it (computed once per state of the
+    vault: the privacy rule is not run again for every note of every list)."""
     errors, warnings, rules, fixable = _severity_counts(diags)
-    return NoteRow(note.path, note.title, note.type, note.is_private, errors, warnings, rules, fixable)
+    return NoteRow(note.path, note.title, note.type, private, errors, warnings, rules, fixable)
 
 
 class Backend:
@@ -303,7 +305,8 @@ class Backend:
     ) -> None:
         self.root = Path(root).expanduser()
         #: read the vault and its index from the persistent snapshot (grasbot/snapshot.py), written back
-        #: when the app stops; False (`--no-cache`): read and index the whole vault, write nothing
+        #: when the app stops, and its first lint from the lint cache; False (`--no-cache`): read, index and
+        #: lint the whole vault, write nothing
         self.use_cache = use_cache
         self._loaded: Any = None  # the grasbot.snapshot.Snapshot the vault came from
         self.taxonomy_arg = Path(taxonomy).expanduser() if taxonomy else None
@@ -366,7 +369,8 @@ class Backend:
         self.timings["load"] = time.perf_counter() - started
         if len(vault.notes) > FREEZE_ABOVE:
             _freeze_heap()
-        return [NoteRow(n.path, n.title, n.type, n.is_private) for n in vault.notes.values()]
+        hidden = vault.hidden_paths()  # (`is_private`, once per state of the vault; kept in the snapshot)
+        return [NoteRow(n.path, n.title, n.type, n.path in hidden) for n in vault.notes.values()]
 
     def build_index(self) -> int:
         """Build the retrieval index (the question preview works from then on); returns its size."""
@@ -422,10 +426,13 @@ class Backend:
         from vaulttools.live import LiveVault
 
         self._own_index = len(vault.notes) > INDEX_LIVE_LIMIT
+        # (use_cache: the first lint from the lint cache too, as the vault came from the snapshot)
         if self._own_index:
-            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), with_index=False)
+            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), with_index=False,
+                                        lint_cache=self.use_cache)  # fmt: skip
         else:
-            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), index=index)
+            live = LiveVault.from_vault(vault, taxonomy=self.taxonomy_arg, config=self._load_config(), index=index,
+                                        lint_cache=self.use_cache)  # fmt: skip
         self.taxonomy_error = live.taxonomy_error
         return live
 
@@ -571,12 +578,16 @@ class Backend:
         live = self.live
         if live is None:
             vault = self._vault
-            return [NoteRow(n.path, n.title, n.type, n.is_private) for n in vault.notes.values()] if vault else []
+            if vault is None:
+                return []
+            hidden = vault.hidden_paths()
+            return [NoteRow(n.path, n.title, n.type, n.path in hidden) for n in vault.notes.values()]
         with live.reading():
             grouped: dict[str, list[Diagnostic]] = {}
             for d in live.diagnostics():
                 grouped.setdefault(d.path, []).append(d)
-            return [_row(n, grouped.get(p, ())) for p, n in live.vault.notes.items()]
+            hidden = live.vault.hidden_paths()
+            return [_row(n, grouped.get(p, ()), p in hidden) for p, n in live.vault.notes.items()]
 
     def rows(self, paths: Iterable[str]) -> dict[str, NoteRow | None]:
         """The rows of `paths` now; None for a path that is no longer a note."""
@@ -587,7 +598,7 @@ class Backend:
         with live.reading():
             for p in sorted(set(paths)):
                 note = live.vault.notes.get(p)
-                out[p] = _row(note, live.diagnostics(p)) if note is not None else None
+                out[p] = _row(note, live.diagnostics(p), p in live.vault.hidden_paths()) if note is not None else None
         return out
 
     def detail(self, path: str) -> NoteDetail | None:

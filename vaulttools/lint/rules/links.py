@@ -120,6 +120,9 @@ def _broken_anchor(ctx: LintContext, note: Note, res: Resolution, source_public:
 def _private_paths(vault: LintVault) -> set[str]:
     if isinstance(vault, IdentityRowsView):  # a cached vault knows visibility without building notes
         return {row[0] for row in vault.identity_rows() if row[-1]}
+    hidden_paths = getattr(vault, "hidden_paths", None)  # (a Vault: once per state of the vault)
+    if hidden_paths is not None:
+        return set(hidden_paths())
     return {path for path, note in vault.notes.items() if note.is_private}
 
 

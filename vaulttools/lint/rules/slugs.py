@@ -134,6 +134,9 @@ def identity_rows(vault: NotesView) -> list[tuple]:
     except TypeError:  # not weak-referenceable: no memo
         memo = {}
     out = []
+    # (`is_private` from a vault's `hidden_paths()`, computed once per state of the vault, when it has one)
+    hidden_paths = getattr(vault, "hidden_paths", None)
+    hidden = hidden_paths() if hidden_paths is not None else None
     for path, note in vault.notes.items():
         hit = memo.get(path)
         if hit is not None and hit[0] is note:
@@ -142,7 +145,8 @@ def identity_rows(vault: NotesView) -> list[tuple]:
         meta = note.meta if isinstance(note.meta, dict) else {}
         slug = meta.get("slug")
         aliases = alias_strings(meta.get("aliases"))
-        row = (path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), note.is_private)
+        private = path in hidden if hidden is not None else note.is_private
+        row = (path, slug if isinstance(slug, str) else None, aliases, alias_keys(aliases), private)
         memo[path] = (note, row)
         out.append(row)
     if len(memo) > len(out):  # notes removed since the last call
