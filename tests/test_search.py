@@ -569,7 +569,7 @@ def test_sum_pairs_general_path_matches_the_packed_one() -> None:
     from grasbot.search.index import _sum_pairs
 
     fm_tid = [5, 7, 5, 9]  # note 0: title 5 7, slug 5; note 1: heading 9
-    fm_sizes = [2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    fm_sizes = [2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]  # per note: title, aliases, slug, answers, labels, headings, lead
     b_tid = [5, 0, 5, 9, 7]
     small = [3, 4, 2, 1, 6]
     b_n = [3, 2]
@@ -748,3 +748,54 @@ def test_a_title_named_but_for_words_most_titles_share_is_named_whole(tmp_path: 
     assert result.hits[0].id == "zorg-notes" and "title" in result.hits[0].reasons
     # a title missing one of its rare words is only part of it
     assert "title-partial" in next(h for h in result.hits if h.id == "zorg-journal").reasons
+
+
+def _help_vault(root: Path, graph_lead: str) -> Path:
+    """A help vault where the graph view's page says in its first paragraph what the view is for, in
+    words its title does not hold, and a sibling page says them too, further down its body."""
+    root.mkdir()
+    notes = {
+        "vue-graphique": ("Vue graphique", f"{graph_lead}\n\n## Réglages\n\nLes filtres, les groupes et les forces de la vue."),
+        "liens": ("Liens internes", "Créer des liens entre les notes avec des crochets.\n\n## Usages\n\nLes liens "
+                  "servent aussi à visualiser les relations entre les notes."),
+        "onglets": ("Onglets", "Ouvrir, fermer et épingler des onglets."),
+        "plier": ("Plier", "Plier une section pour masquer son contenu."),
+        "coffre": ("Créer un coffre", "Un coffre est un dossier de notes."),
+        "themes": ("Thèmes", "Changer les couleurs de l'interface."),
+    }
+    for name, (title, body) in notes.items():
+        (root / f"{name}.md").write_text(f"---\ntitle: \"{title}\"\n---\n\n{body}\n", encoding="utf-8")
+    return root
+
+
+def test_a_note_definition_ranks_it_for_its_own_words(tmp_path: Path) -> None:
+    # The first paragraph names the page's subject ("vue graphique"): it is its definition, and its words
+    # rank it for a question in those words rather than the sibling that repeats them further down.
+    lead = "La vue graphique permet de visualiser les relations entre les notes de votre coffre."
+    index = SearchIndex.build(Vault.load(_help_vault(tmp_path / "v", lead)))
+    assert index.search("Comment visualiser les relations entre mes notes ?").hits[0].id == "vue-graphique"
+
+
+def test_a_first_paragraph_that_does_not_name_the_note_is_no_definition(tmp_path: Path) -> None:
+    # The same words, in a first paragraph that does not name the page's subject: a narrative opening,
+    # counted as the body it is.
+    lead = "Elle permet de visualiser les relations entre les notes de votre coffre."
+    index = SearchIndex.build(Vault.load(_help_vault(tmp_path / "v", lead)))
+    assert index.search("Comment visualiser les relations entre mes notes ?").hits[0].id == "liens"
+
+
+def test_a_word_of_the_definition_alone_is_still_a_mention_in_passing(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    _small_vault(root)
+    # a first paragraph that names its note (it is its definition), with a pump and an installation in it
+    (root / "automates.md").write_text(
+        "---\ntitle: \"Automates programmables\"\nslug: automates\nvisibility: public\n---\n\n"
+        "Il a programmé des automates qui pilotent les pompes de dosage installées à la tannerie.\n\n"
+        "## Chantier\n\nLes automates, leur programme et la tannerie.\n",
+        encoding="utf-8",
+    )
+    index = SearchIndex.build(Vault.load(root))
+    heat = index.search("Comment installer une pompe à chaleur ?")
+    assert heat.hits and heat.hits[0].id == "automates"  # the definition ranks the note ...
+    assert not heat.grounded  # ... it does not make every word of it the note's subject
+    assert index.search("Quels automates a-t-il programmés ?").grounded

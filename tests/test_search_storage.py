@@ -36,7 +36,8 @@ def test_small_values_are_stored_on_two_bytes(tmp_path: Path) -> None:
     _note(tmp_path, "b", "Voilier", "Un voilier bleu.")
     index = SearchIndex.build(Vault.load(tmp_path))
     assert (index._p_doc.dtype, index._p_fm.dtype, index._p_body.dtype) == (np.uint16, np.float16, np.float16)
-    assert _stats_by_id(index, "kayak") == {"a": (3.0, 3.0)}
+    # the title at 3, and 0.5 for the note's definition (its first paragraph names the kayak)
+    assert _stats_by_id(index, "kayak") == {"a": (3.5, 3.0)}
 
 
 def test_values_too_wide_for_two_bytes_stay_exact(tmp_path: Path) -> None:
@@ -48,16 +49,18 @@ def test_values_too_wide_for_two_bytes_stay_exact(tmp_path: Path) -> None:
     index = SearchIndex.build(vault)
     assert index._p_body.dtype == np.float16
     # 2,049 in the body and 1,024.5 in the short fields (title 341 times at 3, one alias at 1.5): neither
-    # is a float16 (spacing 1 from 1,024, 2 from 2,048).
+    # is a float16 (spacing 1 from 1,024, 2 from 2,048). Its first paragraph does not name it: no
+    # definition (search.index.LEAD_WEIGHT) adds to the short fields.
     big = tmp_path / "c.md"
-    big.write_text(f"---\ntitle: {'kayak ' * 341}canoe\naliases: [kayak]\n---\n{'kayak ' * 2049}rouge\n", encoding="utf-8")
+    big.write_text(f"---\ntitle: {'kayak ' * 341}canoe\naliases: [kayak]\n---\nUn bateau.\n\n{'kayak ' * 2049}rouge\n", encoding="utf-8")
     index.update(vault, vault.update_file(big))
     edited = _note(tmp_path, "a", "Kayak", "Un kayak rouge. " + "voilier " * 2049)
     index.update(vault, vault.update_file(edited))
     fresh = SearchIndex.build(Vault.load(tmp_path))
     assert fresh._p_body.dtype == np.float32 and fresh._p_fm.dtype == np.float32
-    assert _stats_by_id(index, "kayak") == _stats_by_id(fresh, "kayak") == {"a": (3.0, 1.0), "c": (1024.5, 2049.0)}
-    assert _stats_by_id(index, "voili") == _stats_by_id(fresh, "voili") == {"a": (0.0, 2049.0), "b": (3.0, 1.0)}
+    assert _stats_by_id(index, "kayak") == _stats_by_id(fresh, "kayak") == {"a": (3.5, 1.0), "c": (1024.5, 2049.0)}
+    # (the definitions of "a" and "b" name them, and the first holds the sailing boats too)
+    assert _stats_by_id(index, "voili") == _stats_by_id(fresh, "voili") == {"a": (0.5, 2049.0), "b": (3.5, 1.0)}
     assert index.ids == fresh.ids
     assert _snapshot(index) == _snapshot(fresh)
 

@@ -156,6 +156,22 @@ ABSTAINING = [
     "It isn't mentioned in these notes.",
     "I couldn't find his phone number.",
     "Nothing in the context indicates a salary.",
+    # the missing fact as the subject, the sources named (a passive of stating, a verb of being found)
+    "Le budget du projet n'est pas documenté dans ses fiches.",
+    "Son adresse n'est mentionnée nulle part dans les documents.",
+    "La date exacte ne figure pas dans le contexte fourni.",
+    "Le chiffre n'est écrit nulle part dans ce que j'ai.",
+    "The release date is not stated in the notes I have.",
+    # the speaker as an indirect object
+    "Le nom de son manager ne m'est pas connu.",
+    "Le prix ne nous est pas connu.",
+    # a relative clause holding the speaker on the subject
+    "Rien dans ce que je vois ne précise la version.",
+    "Les notes que j'ai sous la main ne disent rien de son salaire.",
+    "Nothing in what I have says how many users there are.",
+    # a clause without a verb, the sources named
+    "Sur ses loisirs, rien dans les notes.",
+    "Pas un mot là-dessus dans ses fiches.",
 ]
 STATING = [
     "Il n'a pas de permis de conduire.",
@@ -173,6 +189,17 @@ STATING = [
     "He has no driving licence.",
     "Le collecteur ne traite que les messages valides.",
     "Il ignore les messages invalides.",
+    "Le chiffrement n'est pas documenté comme obligatoire dans la procédure.",
+    "Le mot de passe ne m'est pas demandé au démarrage.",
+    "Vos données ne nous sont jamais accessibles.",
+    "Les mots-clés ne peuvent pas contenir d'espaces.",
+    "Nothing in the cache is persisted.",
+    "You can create links to notes that don't exist yet.",
+    "Note that a commercial license does not provide any functional benefits within the app.",
+    "Rien dans les journaux ne montrait d'erreur avant la panne.",
+    "Pas de mot de passe dans les notes publiques.",
+    "N'hésitez pas à lui écrire !",
+    "The on-call engineer is not paid for the night.",
 ]
 
 

@@ -18,6 +18,15 @@ Read by the shape of the sentence, not by a list of sentences. A clause abstains
      `trace`, `élément`, `réponse`) negated where no one else is the subject: "Aucune information sur…",
      "Il n'y a pas de mention de…", "No information about…".
 
+Three shapes complete them: the **missing fact as the subject** with the sources named, a passive of
+stating or a verb of being found ("Le budget n'est pas documenté dans ses fiches", "Sa date n'apparaît
+dans aucune note", "The amount is not stated in the notes I have"); the **speaker as an indirect object**
+of a passive of knowing or stating ("Le prix ne m'est pas connu"); and a **clause without a verb** whose
+`rien` or bare negation points at the sources ("Sur ses loisirs, rien dans les notes", "Pas un mot
+là-dessus dans ses fiches"). A relative clause whose subject is the speaker, on a source noun or on `ce`,
+is part of the subject, not the subject ("Les notes que j'ai ne disent rien", "Rien dans ce que j'ai ne
+dit…"); a clause starting with `rien` or `aucun` has it as its subject.
+
 A negative fact of a note has a third-person subject that is not a source and a verb of the world, so
 it is not one: "Il n'a pas de permis", "Il ne parle pas allemand", "Le bot ne conserve aucune
 information personnelle", "Aucune donnée n'a été perdue". An invitation to the visitor is not one either
@@ -64,7 +73,7 @@ _STATE_STEMS = (
     "fourn", "signal", "trouv", "exist", "communiqu", "affirm", "confirm",
     "mention", "stat", "specif", "cover", "includ", "contain", "indicat", "describ", "discuss", "address",
     "show", "provid", "giv", "detail", "list", "explain", "record", "say", "said", "tell", "told", "answer",
-    "repond", "repons", "dispon", "availab", "clear", "known", "connu", "aid",
+    "repond", "repons", "dispon", "availab", "clear", "known", "connu", "aid", "ecrit", "written",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
@@ -78,6 +87,15 @@ _KNOWLEDGE_NOUNS = frozenset(
     "details trace traces element elements reponse reponses renseignement renseignements reference "
     "references answer answers record records idee idea".split()
 )
+#: Words of what is absent only after a bare negation ("pas un mot là-dessus", "not a word about"): as a
+#: subject they are things of the world ("les mots-clés ne peuvent pas contenir d'espaces").
+_ABSENT_WORDS = frozenset({"mot", "mots", "word", "words", "ligne", "line"})
+#: A knowledge noun followed by these is another thing ("mot de passe" is a password, not a word).
+_NOT_KNOWLEDGE_AFTER = (("de", "passe"),)
+#: What introduces a relative clause: "les notes que j'ai", "ce dont je dispose", "what I have".
+_RELATIVE = frozenset({"que", "qui", "dont", "what", "which", "that"})
+#: Verbs of being found somewhere (with the sources named, the fact is absent from them).
+_APPEAR_STEMS = ("figur", "apparai", "apparu", "exist", "trouv", "appear", "occur")
 _SPEAKER = frozenset({"je", "nous", "i", "we", "me", "moi", "on"})
 #: Subjects that are nobody: the clause is impersonal ("rien n'indique", "aucune note ne précise").
 _NOBODY = frozenset({"rien", "nothing", "there", "nul", "aucun", "aucune", "none", "personne"})
@@ -93,7 +111,7 @@ _SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indi
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"«[^«»]*»|“[^“”]*”|\"[^\"\n]*\"")
-_CLAUSE_BREAK = re.compile(r"[,;:.!?()\[\]]|\b(?:mais|car|but|because|however|pourtant|cependant)\b")
+_CLAUSE_BREAK = re.compile(r"[,;:.!?()\[\]—–]|\b(?:mais|car|but|because|however|pourtant|cependant)\b")
 _ENGLISH_CONTRACTIONS = ((re.compile(r"\bcan't\b|\bcannot\b"), "can not"), (re.compile(r"\bwon't\b"), "will not"), (re.compile(r"n't\b"), " not"), (re.compile(r"'m\b"), " am"), (re.compile(r"'s\b"), " is"))
 
 
@@ -131,7 +149,17 @@ def _subject(words: list[str], at: int) -> str:
     # the nearest pronoun or noun before the negation decides; "il y a" is impersonal
     if words[at : at + 3][:2] in (["y", "a"], ["y", "avait"]) or (len(words) > at + 1 and words[at + 1] == "y"):
         return "nobody"
+    # a relative clause on a source noun or on `ce`/`what` ("les notes que j'ai sous la main ne disent",
+    # "rien dans ce que j'ai ne dit"): its own subject is not the clause's
+    for k, word in enumerate(before):
+        if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what")) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER:
+            before = before[: k - 1] + (["notes"] if before[k - 1] in ("ce", "what") else [before[k - 1]])
+            break
+    if before[0] in _NOBODY and before[0] not in ("there", "none"):
+        return "nobody"  # "rien dans ses fiches ne précise", "aucune de mes notes ne le dit"
     for word in reversed(before[-4:]):
+        if word == "on" and "ne" not in words:
+            continue  # English `on` is a preposition ("the on-call pay"), French `on` a subject
         if word in _SPEAKER:
             return "speaker"
         if word in _SOURCE_NOUNS or word in _KNOWLEDGE_NOUNS:
@@ -151,9 +179,19 @@ _ENGLISH_AUX = frozenset({"do", "does", "did", "will", "would", "have", "has", "
 def _names_sources(words: list[str]) -> bool:
     """Whether the clause points at the sources: "dans ses notes", "in the notes", "d'après le contexte"."""
     return any(
-        w in ("dans", "in", "from", "selon", "apres", "within") and any(v in _SOURCE_NOUNS for v in words[k + 1 : k + 4])
+        w in ("dans", "in", "from", "selon", "apres", "within", "par", "by")
+        and (
+            any(v in _SOURCE_NOUNS for v in words[k + 1 : k + 4])
+            # "dans ce que j'ai", "dans ce dont je dispose", "in what I have"
+            or words[k + 1 : k + 3] in (["ce", "que"], ["ce", "dont"], ["what", "i"], ["what", "we"])
+        )
         for k, w in enumerate(words)
     )
+
+
+def _is_knowledge(words: list[str], k: int) -> bool:
+    """Whether words[k] is a noun of knowledge (not "mot de passe")."""
+    return (words[k] in _KNOWLEDGE_NOUNS or words[k] in _ABSENT_WORDS) and tuple(words[k + 1 : k + 3]) not in _NOT_KNOWLEDGE_AFTER
 
 
 def _frames(words: list[str]) -> bool:
@@ -174,22 +212,37 @@ def _frames(words: list[str]) -> bool:
                 following = words[close + 1 : close + 4]
             if _judge(words, subject, verbs, after, following):
                 return True
+            # the speaker as an indirect object of a passive of knowing or stating: "ne m'est pas connu",
+            # "ne nous a pas été communiqué", "ne m'est pas précisé par les notes"
+            if close is not None and any(w in ("me", "nous") for w in words[i + 1 : close]) and any(_lemma(w) == "etre" for w in [*verbs, *after]):
+                if any(_lemma(w) in ("savoir", "connaitre") or _is_state(w) for w in [*verbs, *after] if _lemma(w) not in ("etre", "avoir")):
+                    return True
         elif word in ("not", "never"):
             modal = [words[i - 1]] if i and _lemma(words[i - 1]) == "pouvoir" else []
             nxt = [w for w in words[i + 1 : i + 4] if w not in ("to", "the", "a", "any", "be", "been")]
             if _judge(words, _subject(words, i), [*modal, *nxt], [], words[i + 1 : i + 4], passive=i > 0 and words[i - 1] in ("is", "are", "was", "were")):
                 return True
-        elif word in ("no", "nothing", "aucun", "aucune", "pas", "without", "sans"):
+        elif word in ("no", "nothing", "aucun", "aucune", "pas", "without", "sans", "rien"):
+            if word == "rien" and "ne" not in words:
+                # a clause without a verb: "Sur son salaire, rien dans les notes", "rien de tel dans ce que j'ai"
+                if _names_sources(words[i:]):
+                    return True
+                continue
+            if word == "rien":
+                continue  # `rien` with `ne`: read at `ne`
             if word in ("pas", "aucun", "aucune") and "ne" in words[max(0, i - 5) : i]:
                 continue  # the closer of a `ne ... pas` read above
             subject = _subject(words, i)
             nxt = words[i + 1 : i + 4]
             # "Aucune information sur...", "pas de précision", "I have no details", "no mention in the notes"
-            if subject in ("nobody", "speaker", "source") and any(w in _KNOWLEDGE_NOUNS for w in nxt[:3]):
+            if subject in ("nobody", "speaker", "source") and any(_is_knowledge(words, k) for k in range(i + 1, min(n, i + 4))):
                 if word not in ("without", "sans") or _names_sources(words):
                     return True
-            if word == "nothing" and subject in ("nobody", "speaker", "source") and nxt and (nxt[0] in ("in", "about", "on") or _is_state(nxt[0])):
-                return True
+            if word == "nothing" and subject in ("nobody", "speaker", "source") and nxt:
+                # "Nothing in the notes about…", "Nothing in what I have says…", "nothing indicates…";
+                # not "Nothing in the cache is persisted" (the cache is no source)
+                if _is_state(nxt[0]) or nxt[0] in ("about", "on") or (nxt[0] == "in" and _names_sources(words[i:])):
+                    return True
         elif word.startswith(_SELF_NEGATIVE):
             subject = _subject(words, i)
             if subject == "speaker" and word.startswith(("ignor", "manqu", "unsure", "lack", "impossib", "unable")):
@@ -228,6 +281,14 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         if _lemma(head) == "etre" and any(_is_state(w) for w in group[1:3]):
             return True
         return _names_sources(words) and (any(_is_state(w) for w in group[:3]) or _lemma(head) == "etre")
+    # the missing fact as the subject, the sources named: a passive of stating ("L'algorithme n'est pas
+    # documenté dans mes notes", "The amount is not stated in the notes I have") or a verb of being found
+    # ("Sa date n'apparaît dans aucune note", "La date ne figure pas dans le contexte")
+    if _names_sources(words):
+        if (passive or _lemma(head) == "etre") and any(_is_state(w) for w in group[1:3] if _lemma(w) != "etre"):
+            return True
+        if head.startswith(_APPEAR_STEMS) or (passive and any(_is_state(w) for w in group[:2])):
+            return True
     return False
 
 

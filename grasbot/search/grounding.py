@@ -60,11 +60,14 @@ PASSING_EVIDENCE = 0.4
 RANK_OTHER_SHARE = 0.5
 
 
-def in_passing(fm: np.ndarray) -> np.ndarray:
+def in_passing(fm: np.ndarray, lead: float = 0.0) -> np.ndarray:
     """Per posting, True for a term the note holds in its body only, in no short field (a mention that
     does not say the note is about it), however often the body repeats it. `fm`: the weighted short-field
-    frequency of each posting."""
-    return fm <= 0
+    frequency of each posting; `lead`: the weight of the lead paragraph, a part of the body (a term there
+    only is still in passing: a help page's first sentence says what it is about for ranking, but any
+    common word of it would otherwise ground a question). It is below every other field's weight, so a
+    short-field frequency of at most it is the lead's alone."""
+    return fm <= lead
 
 
 def combine(
