@@ -49,8 +49,9 @@ def _problem_view(path: str, line: int, column: int, code: str, message: str) ->
     return {"path": path, "line": line, "column": column, "code": code, "message": message[:300]}
 
 
-def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
+def listed_problems(vault: Vault, unservable: set[str]) -> tuple[list[dict[str, Any]], int]:
     """The problems `/reload-vault` may name (those of servable notes), and how many others there are.
+    `unservable`: the paths of `unservable_notes(vault)`, which the caller has already computed.
 
     Fail closed: a problem is listed, path and message, only for a note a visitor may see. A hidden note's
     problems are not even counted (its path would name it). A file that could not be read at all (binary,
@@ -59,8 +60,7 @@ def listed_problems(vault: Vault) -> tuple[list[dict[str, Any]], int]:
     """
     listed: list[dict[str, Any]] = []
     unlisted = 0
-    hidden = vault.hidden_paths()  # (`visible_to_visitors` false, and `is_servable` below, without decoding
-    unservable = {note.path for note in unservable_notes(vault)}  # every note: see unservable_notes)
+    hidden = vault.hidden_paths()  # (`visible_to_visitors` false, without decoding every note)
     for path in sorted(vault.notes):
         note = vault.notes[path]
         if path in hidden:
@@ -114,7 +114,7 @@ def load_snapshot(
         digests[note_id] = note.digest
         kind = types[path] or "autre"
         by_type[kind] = by_type.get(kind, 0) + 1
-    problems, unlisted = listed_problems(vault)
+    problems, unlisted = listed_problems(vault, unservable)
     return VaultSnapshot(
         version=version,
         root=root,
