@@ -21,7 +21,7 @@ import pytest
 
 from tests.fake_ollama import FakeOllama
 from tests.redis_server import RedisServer, free_port  # (RedisServer skips, with the reason, without a binary)
-from tests.service_fixtures import SAMPLE_VAULT, fake_ollama  # noqa: F401 - fixture
+from tests.service_fixtures import SAMPLE_VAULT, fake_ollama, stop_process  # noqa: F401 - fixture
 
 RUST = "Que sait-il faire en Rust ?"
 RUST_NOTE = "20-Competences/rust.md"
@@ -107,15 +107,6 @@ def _wait_ready(replica: Replica, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
 @contextmanager
 def cluster(tmp_path: Path, fake: FakeOllama, session_key: str | None = None, **extra: str) -> Iterator[Cluster]:
     """A redis-server and two replicas, A and B: each with its own vault copy and state folder (nothing on
@@ -141,7 +132,7 @@ def cluster(tmp_path: Path, fake: FakeOllama, session_key: str | None = None, **
         yield group
     finally:
         for replica in group.replicas:
-            _stop(replica.proc)
+            stop_process(replica.proc)
         redis.stop()
 
 
