@@ -18,7 +18,6 @@ import os
 import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -48,44 +47,34 @@ def main(argv: list[str] | None = None) -> int:
     from tests.redis_server import RedisServer
 
     work = Path(tempfile.mkdtemp(prefix="bench-replicas-"))
-    fake = subprocess.Popen([sys.executable, str(BENCH_DIR / "bench_server.py"), "--serve-fake"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
     redis = RedisServer(work / "redis").start()
     results: dict[int, list[float]] = {1: [], 2: []}
     failures = 0
     try:
-        fake_url = fake.stdout.readline().strip() if fake.stdout else ""
-        if not fake_url:
-            raise _util.BenchmarkError("the fake Ollama did not start")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "VAULTTOOLS_"))}
-        env.update(OLLAMA_URL=fake_url, VAULT_DIR=str(args.vault), GRASBOT_REDIS_URL=redis.url,
-                   GRASBOT_SESSION_KEY=secrets.token_hex(32), GRASBOT_RATE_LIMIT="0", GRASBOT_MAX_GENERATIONS="0",
-                   VAULTTOOLS_CACHE_DIR=str(work / "cache"))  # fmt: skip
-        for run in range(runs):
-            for count in (1, 2):
-                procs, ports = [], []
-                try:
-                    for k in range(count):
-                        port = bench_server._free_port()
-                        cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--port", str(port), "--log-level", "warning"]
-                        procs.append(bench_server._start(cmd, {**env, "GRASBOT_STATE_DIR": str(work / f"state-{k}")}, port))
-                        ports.append(port)
-                    bench_server.throughput(ports, args.concurrency, min(1.0, duration))  # warm-up: connections, caches
-                    rps, failed = bench_server.throughput(ports, args.concurrency, duration)
-                finally:
-                    for proc in procs:
-                        bench_server._stop(proc)
-                results[count].append(rps)
-                failures += failed
-                print(f"run {run + 1}/{runs}: {count} replica(s) {rps:.0f}/s, {failed} non-200", file=sys.stderr, flush=True)
+        with bench_server.fake_ollama({**os.environ, "PYTHONPATH": str(REPO)}) as fake_url:
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_", "VAULTTOOLS_"))}
+            env.update(OLLAMA_URL=fake_url, VAULT_DIR=str(args.vault), GRASBOT_REDIS_URL=redis.url,
+                       GRASBOT_SESSION_KEY=secrets.token_hex(32), GRASBOT_RATE_LIMIT="0", GRASBOT_MAX_GENERATIONS="0",
+                       VAULTTOOLS_CACHE_DIR=str(work / "cache"))  # fmt: skip
+            for run in range(runs):
+                for count in (1, 2):
+                    procs, ports = [], []
+                    try:
+                        for k in range(count):
+                            port = bench_server._free_port()
+                            cmd = [sys.executable, "-m", "grasbot.service.cli", "serve", "--port", str(port), "--log-level", "warning"]
+                            procs.append(bench_server._start(cmd, {**env, "GRASBOT_STATE_DIR": str(work / f"state-{k}")}, port))
+                            ports.append(port)
+                        bench_server.throughput(ports, args.concurrency, min(1.0, duration))  # warm-up: connections, caches
+                        rps, failed = bench_server.throughput(ports, args.concurrency, duration)
+                    finally:
+                        for proc in procs:
+                            bench_server._stop(proc)
+                    results[count].append(rps)
+                    failures += failed
+                    print(f"run {run + 1}/{runs}: {count} replica(s) {rps:.0f}/s, {failed} non-200", file=sys.stderr, flush=True)
     finally:
         redis.stop()
-        if fake.stdin:
-            fake.stdin.close()
-        try:
-            fake.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            fake.kill()
         shutil.rmtree(work, ignore_errors=True)
     one, two = statistics.median(results[1]), statistics.median(results[2])
     _util.print_table(

@@ -20,13 +20,14 @@ with the spread of the runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,25 @@ def _start(cmd: list[str], env: dict[str, str], port: int) -> subprocess.Popen[b
                 proc.kill()
                 raise _util.BenchmarkError(f"server did not start: {' '.join(cmd)}") from None
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def fake_ollama(env: dict[str, str] | None = None) -> Iterator[str]:
+    """The fake Ollama (`--serve-fake`) in its own process, for as long as the block runs: yields its URL."""
+    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env)  # fmt: skip
+    try:
+        url = fake.stdout.readline().strip() if fake.stdout else ""
+        if not url:
+            raise _util.BenchmarkError("the fake Ollama did not start")
+        yield url
+    finally:
+        if fake.stdin:
+            fake.stdin.close()  # (the fake stops when its stdin closes)
+        try:
+            fake.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            fake.kill()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -207,11 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     args.duration = args.duration or (2.0 if args.quick else 5.0)
     runs = _util.runs_for(args)
 
-    fake = subprocess.Popen([sys.executable, __file__, "--serve-fake"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        fake_url = fake.stdout.readline().strip() if fake.stdout else ""
-        if not fake_url:
-            raise _util.BenchmarkError("the fake Ollama did not start")
+    with fake_ollama() as fake_url:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "GRASBOT_"))}
         # The load comes from one address and exceeds any visitor's rate on purpose: the limits measured
         # here are the server's own costs, not the admission control (GRASBOT_RATE_LIMIT, _MAX_GENERATIONS).
@@ -228,13 +244,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {run + 1}/{runs}: grasbot overhead {results['grasbot'][-1]['overhead_ms']:.2f} ms, "
                   f"{results['grasbot'][-1]['rps']:.0f}/s; baseline {results['baseline'][-1]['overhead_ms']:.2f} ms, "
                   f"{results['baseline'][-1]['rps']:.0f}/s", flush=True)  # fmt: skip
-    finally:
-        if fake.stdin:
-            fake.stdin.close()
-        try:
-            fake.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            fake.kill()
 
     def med(side: str, key: str) -> float:
         return statistics.median(r[key] for r in results[side])
