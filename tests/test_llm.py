@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -20,36 +19,14 @@ from grasbot.llm import (
     strip_think,
 )
 from tests.fake_ollama import FakeOllama
+from tests.llm_calls import MESSAGES, chat_once, run, stream_once
 from tests.service_fixtures import *  # noqa: F403
 
-MESSAGES = [{"role": "system", "content": "règles"}, {"role": "user", "content": "Bonjour ?"}]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, timeout=30))
-
-
-async def _chat(client: OllamaBackend) -> Generation:
-    try:
-        return await client.chat(MESSAGES)
-    finally:
-        await client.close()
-
-
-async def _stream(client: OllamaBackend) -> tuple[list[str], Generation]:
-    result = Generation()
-    pieces: list[str] = []
-    try:
-        async for piece in client.stream(MESSAGES, result):
-            pieces.append(piece)
-    finally:
-        await client.close()
-    return pieces, result
 
 
 def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="Réponse sobre [bio].")
-    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    gen = run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "Réponse sobre [bio]."
     body = fake_ollama.chat_requests()[-1]
     assert body["model"] == "qwen3:8b"
@@ -65,7 +42,7 @@ def test_chat_sends_the_documented_defaults(fake_ollama: FakeOllama) -> None:
 
 def test_options_are_overridable(fake_ollama: FakeOllama) -> None:
     options = GenerationOptions(num_ctx=4096, num_predict=256, temperature=0.1, think=True, keep_alive="5m", extra={"top_p": 0.9})
-    run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b", options)))
+    run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b", options)))
     body = fake_ollama.chat_requests()[-1]
     assert body["options"] == {"num_ctx": 4096, "num_predict": 256, "temperature": 0.1, "top_p": 0.9}
     assert body["think"] is True and body["keep_alive"] == "5m"
@@ -73,10 +50,10 @@ def test_options_are_overridable(fake_ollama: FakeOllama) -> None:
 
 def test_think_block_is_stripped(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="La vraie réponse.", think="raisonnement caché")
-    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    gen = run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "La vraie réponse."
     assert "raisonnement" in gen.raw and "raisonnement" not in gen.text
-    pieces, result = run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    pieces, result = run(stream_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert "".join(pieces).strip() == "La vraie réponse."
     assert "think" not in "".join(pieces)
     assert result.text == "La vraie réponse."
@@ -85,7 +62,7 @@ def test_think_block_is_stripped(fake_ollama: FakeOllama) -> None:
 def test_stream_yields_the_whole_reply_and_counters(fake_ollama: FakeOllama) -> None:
     reply = "Aurèle a construit un collecteur en Rust [collecte-telemetrie-solaire]. Il tourne en production."
     fake_ollama.script(reply=reply)
-    pieces, result = run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    pieces, result = run(stream_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert len(pieces) > 3
     assert "".join(pieces) == reply
     assert result.text == reply
@@ -98,7 +75,7 @@ def test_stream_yields_the_whole_reply_and_counters(fake_ollama: FakeOllama) -> 
 def test_unknown_model_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
     client = OllamaBackend(fake_ollama.url, "absent:1b")
     with pytest.raises(LLMModelNotFound) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.status == 502
     assert info.value.upstream_status == 404
     assert "absent:1b" in (info.value.detail or "")
@@ -109,7 +86,7 @@ def test_http_error_is_typed(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(fail_status=500, fail_message="CUDA out of memory")
     client = OllamaBackend(fake_ollama.url, "qwen3:8b")
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.upstream_status == 500
     assert "CUDA" not in info.value.message  # upstream text stays in `detail`, for logs
 
@@ -136,7 +113,7 @@ def test_error_line_mid_stream(fake_ollama: FakeOllama) -> None:
 def test_a_reply_without_its_final_message_is_not_an_answer(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(reply="une réponse coupée", unfinished=True)
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b")) if streamed else _chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+        run(stream_once(OllamaBackend(fake_ollama.url, "qwen3:8b")) if streamed else chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert info.value.code == "llm_bad_response" and "final message" in info.value.message
 
 
@@ -154,7 +131,7 @@ def test_a_404_that_is_not_ollama_is_not_a_missing_model() -> None:
 def test_unreachable_server(streamed: bool) -> None:
     client = OllamaBackend(f"http://127.0.0.1:{closed_port()}", "qwen3:8b", connect_timeout=1.0)
     with pytest.raises(LLMUnavailable) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.status == 503
 
 
@@ -163,29 +140,29 @@ def test_slow_server_times_out(fake_ollama: FakeOllama, streamed: bool) -> None:
     fake_ollama.script(delay=5.0)
     client = OllamaBackend(fake_ollama.url, "qwen3:8b", timeout=0.3)
     with pytest.raises(LLMTimeout) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.status == 504
 
 
 def test_slow_stream_times_out_between_pieces(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(reply="un deux trois quatre", chunk_delay=2.0)
     with pytest.raises(LLMTimeout):
-        run(_stream(OllamaBackend(fake_ollama.url, "qwen3:8b", timeout=0.5)))
+        run(stream_once(OllamaBackend(fake_ollama.url, "qwen3:8b", timeout=0.5)))
 
 
 def test_dropped_connection_is_typed(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(drop=True)
     with pytest.raises(LLMResponseError):
-        run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+        run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
 
 
 def test_empty_answer_is_reported_as_empty_text(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(empty=True)
-    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    gen = run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == ""
     # An answer that is only a think block is empty too.
     fake_ollama.script(reply="", think="tout le budget passé à réfléchir")
-    gen = run(_chat(OllamaBackend(fake_ollama.url, "qwen3:8b")))
+    gen = run(chat_once(OllamaBackend(fake_ollama.url, "qwen3:8b")))
     assert gen.text == "" and gen.raw
     assert LLMEmptyAnswer("x").status == 502
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -22,9 +21,9 @@ from grasbot.llm import (
 )
 from grasbot.llm.openai import sse_events
 from tests.fake_openai import FakeOpenAI
+from tests.llm_calls import MESSAGES, chat_once, run, stream_once
 from tests.service_fixtures import closed_port
 
-MESSAGES = [{"role": "system", "content": "règles"}, {"role": "user", "content": "Bonjour ?"}]
 KEY = "sk-test-VERY-SECRET-0123456789"
 
 
@@ -39,31 +38,9 @@ def backend(fake: FakeOpenAI, model: str = "qwen3:8b", **kwargs: Any) -> OpenAIB
     return OpenAIBackend(fake.base_url, model, **kwargs)
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, timeout=30))
-
-
-async def _chat(client: OpenAIBackend) -> Generation:
-    try:
-        return await client.chat(MESSAGES)
-    finally:
-        await client.close()
-
-
-async def _stream(client: OpenAIBackend) -> tuple[list[str], Generation]:
-    result = Generation()
-    pieces: list[str] = []
-    try:
-        async for piece in client.stream(MESSAGES, result):
-            pieces.append(piece)
-    finally:
-        await client.close()
-    return pieces, result
-
-
 def test_chat_sends_the_protocol_and_reads_usage_and_the_reported_model(fake: FakeOpenAI) -> None:
     fake.script(reply="Réponse sobre [bio].", reported_model="qwen3-8b-q4_k_m.gguf")
-    gen = run(_chat(backend(fake)))
+    gen = run(chat_once(backend(fake)))
     assert gen.text == "Réponse sobre [bio]."
     assert gen.model == "qwen3-8b-q4_k_m.gguf"  # as the provider reports it
     assert gen.done_reason == "stop"
@@ -78,7 +55,7 @@ def test_chat_sends_the_protocol_and_reads_usage_and_the_reported_model(fake: Fa
 def test_stream_yields_the_whole_reply_then_usage(fake: FakeOpenAI) -> None:
     reply = "Aurèle a construit un collecteur en Rust [collecte-telemetrie-solaire]. Il tourne en production."
     fake.script(reply=reply, reported_model="gpt-4o-mini-2024-07-18")
-    pieces, result = run(_stream(backend(fake, "gpt-4o-mini")))
+    pieces, result = run(stream_once(backend(fake, "gpt-4o-mini")))
     assert len(pieces) > 3 and "".join(pieces) == reply and result.text == reply
     body = fake.chat_requests()[-1]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
@@ -88,14 +65,14 @@ def test_stream_yields_the_whole_reply_then_usage(fake: FakeOpenAI) -> None:
 
 def test_a_server_that_sends_no_usage_leaves_the_counters_out(fake: FakeOpenAI) -> None:
     fake.script(reply="Sans compteurs.", no_usage=True)
-    pieces, result = run(_stream(backend(fake)))
+    pieces, result = run(stream_once(backend(fake)))
     assert "".join(pieces) == "Sans compteurs." and result.usage() == {}
 
 
 def test_options_the_protocol_has(fake: FakeOpenAI) -> None:
     options = GenerationOptions(num_ctx=4096, num_predict=-1, temperature=0.1, think=True, keep_alive="5m", extra={"top_p": 0.9})
     client = backend(fake, options=options)
-    run(_chat(client))
+    run(chat_once(client))
     body = fake.chat_requests()[-1]
     # no max_tokens below 0 (the server's own limit); Ollama's num_ctx, think, keep_alive have no equivalent
     assert body == {"model": "qwen3:8b", "messages": MESSAGES, "stream": False, "temperature": 0.1, "top_p": 0.9}
@@ -104,9 +81,9 @@ def test_options_the_protocol_has(fake: FakeOpenAI) -> None:
 
 def test_think_block_is_stripped(fake: FakeOpenAI) -> None:
     fake.script(reply="La vraie réponse.", think="raisonnement caché")
-    gen = run(_chat(backend(fake)))
+    gen = run(chat_once(backend(fake)))
     assert gen.text == "La vraie réponse." and "raisonnement" in gen.raw
-    pieces, result = run(_stream(backend(fake)))
+    pieces, result = run(stream_once(backend(fake)))
     assert "".join(pieces).strip() == "La vraie réponse." and result.text == "La vraie réponse."
 
 
@@ -114,7 +91,7 @@ def test_think_block_is_stripped(fake: FakeOpenAI) -> None:
 def test_unknown_model_is_typed(fake: FakeOpenAI, streamed: bool) -> None:
     client = backend(fake, "absent-1b")
     with pytest.raises(LLMModelNotFound) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.status == 502 and info.value.upstream_status == 404
     assert "absent-1b" in (info.value.detail or "")
 
@@ -124,7 +101,7 @@ def test_unknown_model_is_typed(fake: FakeOpenAI, streamed: bool) -> None:
 def test_error_statuses_are_typed(fake: FakeOpenAI, streamed: bool, status: int) -> None:
     fake.script(fail_status=status, fail_message="CUDA out of memory")
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(backend(fake)) if streamed else _chat(backend(fake)))
+        run(stream_once(backend(fake)) if streamed else chat_once(backend(fake)))
     assert type(info.value) is LLMResponseError and info.value.status == 502
     assert info.value.upstream_status == status
     assert "CUDA" in (info.value.detail or "") and "CUDA" not in info.value.message  # upstream text: logs only
@@ -134,7 +111,7 @@ def test_error_statuses_are_typed(fake: FakeOpenAI, streamed: bool, status: int)
 def test_a_refused_key_never_shows_in_the_error(fake: FakeOpenAI, streamed: bool) -> None:
     fake.api_key = "sk-the-server-wants-another"
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(backend(fake)) if streamed else _chat(backend(fake)))
+        run(stream_once(backend(fake)) if streamed else chat_once(backend(fake)))
     error = info.value
     assert error.upstream_status == 401 and "Incorrect API key" in (error.detail or "")
     assert KEY not in f"{error} {error.message} {error.detail} {error!r}"
@@ -162,7 +139,7 @@ def test_error_mid_stream(fake: FakeOpenAI, error_line: bool) -> None:
 def test_a_stream_cut_before_its_finish_is_not_an_answer(fake: FakeOpenAI) -> None:
     fake.script(reply="une réponse coupée", unfinished=True)
     with pytest.raises(LLMResponseError) as info:
-        run(_stream(backend(fake)))
+        run(stream_once(backend(fake)))
     assert info.value.code == "llm_bad_response" and "final message" in info.value.message
 
 
@@ -170,7 +147,7 @@ def test_a_stream_cut_before_its_finish_is_not_an_answer(fake: FakeOpenAI) -> No
 def test_unreachable_server(streamed: bool) -> None:
     client = OpenAIBackend(f"http://127.0.0.1:{closed_port()}/v1", "qwen3:8b", connect_timeout=1.0)
     with pytest.raises(LLMUnavailable) as info:
-        run(_stream(client) if streamed else _chat(client))
+        run(stream_once(client) if streamed else chat_once(client))
     assert info.value.status == 503
 
 
@@ -178,27 +155,27 @@ def test_unreachable_server(streamed: bool) -> None:
 def test_slow_server_times_out(fake: FakeOpenAI, streamed: bool) -> None:
     fake.script(delay=5.0)
     with pytest.raises(LLMTimeout) as info:
-        run(_stream(backend(fake, timeout=0.3)) if streamed else _chat(backend(fake, timeout=0.3)))
+        run(stream_once(backend(fake, timeout=0.3)) if streamed else chat_once(backend(fake, timeout=0.3)))
     assert info.value.status == 504
 
 
 def test_slow_stream_times_out_between_pieces(fake: FakeOpenAI) -> None:
     fake.script(reply="un deux trois quatre", chunk_delay=2.0)
     with pytest.raises(LLMTimeout):
-        run(_stream(backend(fake, timeout=0.5)))
+        run(stream_once(backend(fake, timeout=0.5)))
 
 
 def test_dropped_connection_is_typed(fake: FakeOpenAI) -> None:
     fake.script(drop=True)
     with pytest.raises(LLMResponseError):
-        run(_chat(backend(fake)))
+        run(chat_once(backend(fake)))
 
 
 def test_empty_answer_is_empty_text(fake: FakeOpenAI) -> None:
     fake.script(empty=True)
-    assert run(_chat(backend(fake))).text == ""
+    assert run(chat_once(backend(fake))).text == ""
     fake.script(reply="", think="tout le budget passé à réfléchir")
-    gen = run(_chat(backend(fake)))
+    gen = run(chat_once(backend(fake)))
     assert gen.text == "" and gen.raw
 
 
@@ -387,7 +364,7 @@ def test_a_400_about_a_value_is_an_error_not_a_refused_field(fake: FakeOpenAI) -
         else:
             raise AssertionError("a 400 was taken as an answer")
         fake.script(reply="Une réponse.")
-        return failure, await _chat(client)
+        return failure, await chat_once(client)
 
     failure, answer = run(refused_then_answered())
     assert failure.upstream_status == 400 and answer.text == "Une réponse."
