@@ -173,9 +173,6 @@ def _subject(words: list[str], at: int) -> str:
     return "other"
 
 
-_ENGLISH_AUX = frozenset({"do", "does", "did", "will", "would", "have", "has", "had", "am", "is", "are", "was", "were", "be", "been"})
-
-
 def _names_sources(words: list[str]) -> bool:
     """Whether the clause points at the sources: "dans ses notes", "in the notes", "d'après le contexte"."""
     return any(
