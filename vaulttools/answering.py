@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from vaulttools.commands._common import CliError
 
 if TYPE_CHECKING:
-    from grasbot.model import PrivacyPolicy
     from grasbot.service.service import Answer, Service
     from grasbot.service.settings import Settings
     from vaulttools.evaluation import Question
@@ -155,13 +154,6 @@ def service_settings() -> Settings:
         return Settings.from_env()
     except ConfigError as error:
         raise CliError(f"the service's settings: {error}") from None
-
-
-def privacy_of(settings: Settings) -> PrivacyPolicy:
-    """The private folders and tags the service adds to the vault's own `[privacy]`."""
-    from grasbot.model import PrivacyPolicy
-
-    return PrivacyPolicy(settings.private_folders, settings.private_tags)
 
 
 class ServiceAnswerer:

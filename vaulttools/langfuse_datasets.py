@@ -361,7 +361,7 @@ def run_langfuse(args: Any, show_report: Callable[..., int]) -> int:
 
     if args.file:
         raise CliError("--langfuse-dataset takes its questions from Langfuse: give no FILE.yaml")
-    from vaulttools.answering import privacy_of, service_settings
+    from vaulttools.answering import service_settings
 
     # Read even without --answers: what a run records leaves the machine, so the service's own private folders
     # and tags (GRASBOT_PRIVATE_*) hide the same notes here as they do for a visitor. Before anything is asked
@@ -372,7 +372,7 @@ def run_langfuse(args: Any, show_report: Callable[..., int]) -> int:
     answers = None
     try:
         dataset, questions = dataset_questions(langfuse, args.langfuse_dataset)
-        pipeline = load_pipeline(root, "nothing to evaluate", privacy=privacy_of(settings))
+        pipeline = load_pipeline(root, "nothing to evaluate", privacy=settings.privacy())
         for question, note in unknown_expectations(questions, set(pipeline.index.ids)):
             print(f"vaulttools eval: warning: dataset item {question.id}: expects `{note}`, which is no public note of {root}", file=sys.stderr)
         evaluate(questions[:3], pipeline.search)  # warm the stem cache, as a local eval does

@@ -31,7 +31,6 @@ from grasbot.answer.prompt import build_prompt
 from grasbot.answer.verify import context_passages, subject_names
 from grasbot.answer.verify_policy import evidence_band
 from grasbot.llm import Generation, GenerationOptions, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
-from grasbot.model import PrivacyPolicy
 from grasbot.search.filters import FilterConfig
 from grasbot.search.index import Hit, SearchConfig, SearchResult
 from grasbot.service.errors import ApiError
@@ -118,7 +117,7 @@ class Service:
             self.limits = LocalLimits(limits)
         # (the announced version is read before the vault: a reload announced while this worker loads is followed)
         self.reloads = VaultReloads(self, announcer)
-        self.privacy = PrivacyPolicy(settings.private_folders, settings.private_tags)
+        self.privacy = settings.privacy()
         self.snapshot = self.read_vault(self.reloads.first_version)
         # The answering profile (grasbot/answer/profile.py): a bad one stops the start with its error
         self.profile: Profile = load_profile(vault_dir, settings.profile)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from grasbot.answer.verify_policy import POLICIES
 from grasbot.llm import BACKENDS, GenerationOptions, LLMConfig
+from grasbot.model import PrivacyPolicy
 
 
 class ConfigError(ValueError):
@@ -302,6 +303,11 @@ class Settings(BaseSettings):
             timeout=self.llm_timeout,
             connect_timeout=self.llm_connect_timeout,
         )
+
+    def privacy(self) -> PrivacyPolicy:
+        """The private folders and tags the service adds to the vault's own `[privacy]` (GRASBOT_PRIVATE_*):
+        what the service and the tools that answer or record as it does (`vaulttools eval`) hide."""
+        return PrivacyPolicy(self.private_folders, self.private_tags)
 
     def public_view(self) -> dict[str, Any]:
         """The active configuration without any secret, for `/health` and logs."""

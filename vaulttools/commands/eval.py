@@ -90,10 +90,10 @@ def run(args: argparse.Namespace) -> int:
 
     settings, privacy = None, None
     if args.answers:
-        from vaulttools.answering import privacy_of, service_settings
+        from vaulttools.answering import service_settings
 
         settings = service_settings()
-        privacy = privacy_of(settings)  # the service's private folders and tags hide the same notes here
+        privacy = settings.privacy()  # the service's private folders and tags hide the same notes here
     pipeline = load_pipeline(root, "nothing to evaluate", use_cache=not args.no_cache, privacy=privacy)
     index = pipeline.index
     unknown = unknown_expectations(questions, set(index.ids))
