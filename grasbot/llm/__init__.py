@@ -2,12 +2,19 @@
 
 `LLMBackend` (grasbot/llm/base.py) is the protocol: `chat`, `stream`, `probe`, `close`, typed errors.
 `BACKENDS` names the implementations, the values LLM_BACKEND accepts; `create_backend` builds the one an
-`LLMConfig` asks for. A new backend is a module here with an `LLMBackend` subclass, added to `BACKENDS`.
+`LLMConfig` asks for. A new backend is a module here with an `LLMBackend` subclass, added to `BACKENDS`
+and `_EXPORTS`.
+
+Each backend's module is imported when that backend is first used (PEP 562, as `grasbot`'s own names): a
+service configured for one backend never loads the other's code or client library (docs/architecture.md,
+"Fast starts").
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from grasbot.llm.base import (
     Chunk,
@@ -24,11 +31,12 @@ from grasbot.llm.base import (
     ThinkFilter,
     strip_think,
 )
-from grasbot.llm.ollama import OllamaBackend
-from grasbot.llm.openai import OpenAIBackend
 
-#: Every backend by the name LLM_BACKEND gives it.
-BACKENDS: dict[str, type[LLMBackend]] = {b.name: b for b in (OllamaBackend, OpenAIBackend)}
+#: Every backend: the name LLM_BACKEND gives it -> its class (`backend_class` imports it).
+BACKENDS: dict[str, str] = {"ollama": "OllamaBackend", "openai": "OpenAIBackend"}
+
+# public name -> the module that defines it, imported on first use
+_EXPORTS: dict[str, str] = {"OllamaBackend": "grasbot.llm.ollama", "OpenAIBackend": "grasbot.llm.openai"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +52,16 @@ class LLMConfig:
     connect_timeout: float = 1.5
 
 
+def backend_class(name: str) -> type[LLMBackend]:
+    """The class of the backend LLM_BACKEND `name` selects (KeyError for an unknown name); its module,
+    and only its, is imported now."""
+    cls: type[LLMBackend] = __getattr__(BACKENDS[name])
+    return cls
+
+
 def create_backend(config: LLMConfig) -> LLMBackend:
     """The backend `config` names, ready to use (create it inside the event loop that uses it)."""
-    cls = BACKENDS[config.backend]
+    cls = backend_class(config.backend)
     return cls(
         config.base_url or cls.default_url,
         config.model,
@@ -74,6 +89,25 @@ __all__ = [
     "OllamaBackend",
     "OpenAIBackend",
     "ThinkFilter",
+    "backend_class",
     "create_backend",
     "strip_think",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grasbot.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from grasbot.llm.ollama import OllamaBackend
+    from grasbot.llm.openai import OpenAIBackend

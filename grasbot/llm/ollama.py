@@ -4,15 +4,19 @@ Ollama streams NDJSON lines, each a `message.content` piece, the last one with `
 and Ollama's counters (`prompt_eval_count`, `eval_count`, durations in ns); an error comes as an HTTP
 status or an `{"error": ...}` line, which the client raises as `ollama.ResponseError`. The rules every
 backend shares (timeouts, `<think>` removal, typed errors) are in `grasbot.llm.base`.
+
+The `ollama` client library (and its client) is loaded by the first chat, not at the start: `/health`
+and the start-up probe list the models with httpx alone, and importing the library takes ~0.1 s of a
+start that must be ready within a second (benchmarks/README.md, "Snapshot and replicas").
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import ollama
 
 from grasbot.llm.base import (
     Chunk,
@@ -25,13 +29,18 @@ from grasbot.llm.base import (
     short,
 )
 
+if TYPE_CHECKING:
+    import ollama
+
 #: Ollama's final counters kept in the trace, under Ollama's own names.
 _COUNTERS = ("prompt_eval_count", "eval_count", "total_duration", "load_duration")
 
 
 def map_error(error: BaseException) -> LLMError:
     """The typed error for anything the `ollama` client or the transport raised."""
-    if isinstance(error, ollama.ResponseError):
+    # (only the chat client raises the library's errors: while it is not loaded, no error is one of them)
+    client = sys.modules.get("ollama")
+    if client is not None and isinstance(error, client.ResponseError):
         status = error.status_code if error.status_code and error.status_code > 0 else None
         # (Ollama's own answer names the model; any other 404 is a wrong URL, not a missing model)
         if "model" in str(error.error).lower() and (status == 404 or "not found" in str(error.error).lower()):
@@ -74,16 +83,25 @@ class OllamaBackend(LLMBackend):
 
     def __init__(self, base_url: str, model: str, *args: Any, **kwargs: Any) -> None:
         super().__init__(base_url, model, *args, **kwargs)
-        http = self._http_options(self.timeout)
-        self._client = ollama.AsyncClient(host=self.base_url, **http)
-        self._probe = httpx.AsyncClient(base_url=self.base_url, **{**http, **self._probe_options()})
+        self._client: ollama.AsyncClient | None = None  # made by the first chat (`_chat_client`)
+        probe = {**self._http_options(self.timeout), **self._probe_options()}
+        self._probe = httpx.AsyncClient(base_url=self.base_url, **probe)
+
+    def _chat_client(self) -> ollama.AsyncClient:
+        """The client of the chats, made (and the `ollama` library imported) on first use."""
+        if self._client is None:
+            import ollama
+
+            self._client = ollama.AsyncClient(host=self.base_url, **self._http_options(self.timeout))
+        return self._client
 
     def _probe_options(self) -> dict[str, Any]:
         # its own small pool: /health must answer even when every chat connection is taken
         return {"timeout": httpx.Timeout(1.0, connect=min(self.connect_timeout, 1.0)), "limits": httpx.Limits()}
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
         await self._probe.aclose()
 
     def _map_error(self, error: BaseException) -> LLMError:
@@ -107,10 +125,10 @@ class OllamaBackend(LLMBackend):
         }
 
     async def _complete(self, messages: Sequence[Message]) -> Chunk:
-        return _chunk(await self._client.chat(**self._request(messages, stream=False)))
+        return _chunk(await self._chat_client().chat(**self._request(messages, stream=False)))
 
     async def _parts(self, messages: Sequence[Message]) -> AsyncIterator[Chunk]:
-        stream = await self._client.chat(**self._request(messages, stream=True))
+        stream = await self._chat_client().chat(**self._request(messages, stream=True))
         try:
             async for part in stream:
                 yield _chunk(part)

@@ -178,13 +178,21 @@ class OpenAIBackend(LLMBackend):
         # (None: none is sent) and whether streamed requests ask for the usage.
         self._limit_field: str | None = "max_tokens"
         self._stream_usage = True
-        self._client = httpx.AsyncClient(base_url=self.base_url, **self._http_options(self.timeout))
+        self._client: httpx.AsyncClient | None = None  # made by the first chat (`_chat_client`)
         # its own small pool: /health must answer even when every chat connection is taken
         probe = {**self._http_options(1.0), "limits": httpx.Limits()}
         self._probe = httpx.AsyncClient(base_url=self.base_url, **probe)
 
+    def _chat_client(self) -> httpx.AsyncClient:
+        """The client of the chats, made on first use: the start only probes, and each httpx client
+        loads the CA bundle when it is made (~25 ms)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(base_url=self.base_url, **self._http_options(self.timeout))
+        return self._client
+
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
         await self._probe.aclose()
 
     def model_parameters(self) -> dict[str, Any]:
@@ -228,7 +236,7 @@ class OpenAIBackend(LLMBackend):
     async def _complete(self, messages: Sequence[Message]) -> Chunk:
         while True:
             body = self._request(messages, stream=False)
-            response = await self._client.post("/chat/completions", json=body)
+            response = await self._chat_client().post("/chat/completions", json=body)
             if response.status_code < 400:
                 return parse_chunk(response.json(), streamed=False)
             error = _body(response)
@@ -238,7 +246,7 @@ class OpenAIBackend(LLMBackend):
     async def _parts(self, messages: Sequence[Message]) -> AsyncIterator[Chunk]:
         while True:
             body = self._request(messages, stream=True)
-            async with self._client.stream("POST", "/chat/completions", json=body) as response:
+            async with self._chat_client().stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     error = _body(response)

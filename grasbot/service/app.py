@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 from grasbot import __version__
+from grasbot.service import collector
 from grasbot.service.body_limit import RequestBodyLimit
 from grasbot.service.errors import CatchAll, add_error_handlers
 from grasbot.service.observability import follow_uvicorn_logging
@@ -45,8 +46,11 @@ def create_app(settings: Settings | None = None, vault_dir: str | Path | None = 
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await service.start()
-        await _log_start(service, root)
+        try:
+            await service.start()
+            await _log_start(service, root)
+        finally:
+            collector.resume()  # paused by `grasbot serve` for the start (grasbot/service/collector.py)
         try:
             yield
         finally:

@@ -224,6 +224,20 @@ def serve(args: argparse.Namespace) -> int:
     if missing:
         return _fail(f"`grasbot serve` needs the `serve` extra, which is not installed (missing: {', '.join(missing)}): "
                      "pip install 'grasbot-vaulttools[serve]' (or, from a clone, pip install -e '.[serve]')")
+    from grasbot.service import collector
+
+    # With one worker the app starts in this process: no collection until it has started (the app's
+    # lifespan resumes it; here too, on every way out). uvicorn's worker processes start as before.
+    if args.workers == 1:
+        collector.pause()
+    try:
+        return _serve(args)
+    finally:
+        collector.resume()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """`serve` once its libraries are there: checks what it is given, then runs uvicorn until stopped."""
     import uvicorn
 
     from grasbot.service.settings import ConfigError, Settings

@@ -29,7 +29,7 @@ from pydantic_settings import (
 from urllib.parse import urlsplit, urlunsplit
 
 from grasbot.answer.verify_policy import POLICIES
-from grasbot.llm import BACKENDS, GenerationOptions, LLMConfig
+from grasbot.llm import BACKENDS, GenerationOptions, LLMConfig, backend_class
 from grasbot.model import PrivacyPolicy
 
 
@@ -282,7 +282,7 @@ class Settings(BaseSettings):
     @property
     def llm_url(self) -> str:
         """The LLM server in use: LLM_BASE_URL, else OLLAMA_URL for the ollama backend, else the default."""
-        return self.llm_config().base_url or BACKENDS[self.llm_backend].default_url
+        return self.llm_config().base_url or backend_class(self.llm_backend).default_url
 
     def llm_config(self) -> LLMConfig:
         """What `grasbot.llm.create_backend` builds the LLM backend from."""
