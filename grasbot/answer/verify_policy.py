@@ -22,9 +22,13 @@ sentences, then `drop`). Under `drop` and `retry`, an answer left with no suppor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from grasbot.answer.verify import ABSTENTION, SentenceCheck, Verification
+from grasbot.answer.verify_sentences import ABSTENTION
+
+if TYPE_CHECKING:  # (types only: the service reads POLICIES and the bands at its start, before any answer
+    # is verified, without loading the verifier)
+    from grasbot.answer.verify import SentenceCheck, Verification
 
 __all__ = [
     "EVIDENCE_FLOOR", "NOT_IN_NOTES", "POLICIES", "Band", "Policy", "drop_flagged", "evidence_band",

@@ -28,7 +28,6 @@ from grasbot.answer.filtering import FilterStage, filters_of
 from grasbot.answer.pipeline import Retrieval, RetrievalLimits, RetrievalPipeline
 from grasbot.answer.profile import Profile, ProfileError, load_profile
 from grasbot.answer.prompt import build_prompt
-from grasbot.answer.verify import context_passages, subject_names
 from grasbot.answer.verify_policy import evidence_band
 from grasbot.llm import Generation, GenerationOptions, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
 from grasbot.search.filters import FilterConfig
@@ -45,7 +44,6 @@ from grasbot.service.shared import FileAnnouncer, RedisAnnouncer, RedisMemory, c
 from grasbot.service.state import private_dir, reload_stamp_path, session_key
 from grasbot.service.tasks import cancel_and_wait
 from grasbot.service.vault_snapshot import VaultSnapshot, load_snapshot
-from grasbot.service.verification import verified_answer
 from grasbot.service.views import scrub, source_view
 
 # The service's records keep the logger name they have always had: a logging configuration may route by it.
@@ -374,6 +372,10 @@ class Service:
                 timings["total"] = (time.perf_counter() - begun) * 1000
                 return failed
             verify_started = time.perf_counter()
+            # (the verifier is loaded by the first answer to verify, not by the start: docs/architecture.md)
+            from grasbot.answer.verify import context_passages
+            from grasbot.service.verification import verified_answer
+
             passages = context_passages(prompt.notes, snap.hidden)
             text, verification, grounded, faithfulness = await verified_answer(
                 trace, self.llm, s.verify_policy, passages, self._subjects(snap), messages, generation.text
@@ -394,6 +396,8 @@ class Service:
         """The names the vault is about (`grasbot.answer.verify.subject_names`), once per snapshot."""
         cached = self._subject_cache
         if cached is None or cached[0] is not snap:
+            from grasbot.answer.verify import subject_names
+
             cached = (snap, subject_names(snap.public.values()))
             self._subject_cache = cached
         return cached[1]
