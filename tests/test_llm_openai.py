@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from grasbot.llm import (
+    BACKENDS,
     Generation,
     GenerationOptions,
     LLMConfig,
@@ -17,6 +18,7 @@ from grasbot.llm import (
     LLMTimeout,
     LLMUnavailable,
     OpenAIBackend,
+    backend_class,
     create_backend,
 )
 from grasbot.llm.openai import sse_events
@@ -245,6 +247,8 @@ def test_create_backend_picks_by_name_with_the_default_url() -> None:
     assert run(build(LLMConfig(backend="openai"))) == ("openai", "http://localhost:8080/v1")
     assert run(build(LLMConfig(backend="ollama"))) == ("ollama", "http://localhost:11434")
     assert run(build(LLMConfig(backend="openai", base_url="https://api.example/v1/")))[1] == "https://api.example/v1"
+    # each name of LLM_BACKEND leads to the class that carries it (each imported when first asked for)
+    assert {name: backend_class(name).name for name in BACKENDS} == {"ollama": "ollama", "openai": "openai"}
 
 
 # -- Server-Sent Events -----------------------------------------------------------------------------
