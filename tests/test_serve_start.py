@@ -140,12 +140,14 @@ def test_the_collector_is_off_while_the_app_is_built_and_on_once_it_started(tmp_
     assert report["collector_on_when_ready"] is True, report
 
 
-def test_a_refused_serve_leaves_the_collector_on() -> None:
+def test_a_refused_serve_leaves_the_collector_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """`grasbot serve` pauses the collector before its checks: every way out turns it back on."""
     import gc
 
     from grasbot.service import cli
 
+    # (`serve` hands --vault to its workers as VAULT_DIR: set here so that the test's end takes it back)
+    monkeypatch.setenv("VAULT_DIR", str(SAMPLE_VAULT))
     assert gc.isenabled()
     assert cli.main(["serve", "--vault", str(SAMPLE_VAULT), "--port", "0"]) == 2  # refused: a bad port
     assert gc.isenabled()
