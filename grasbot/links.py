@@ -28,7 +28,7 @@ from __future__ import annotations
 import operator
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 
 from grasbot.markdown.body import has_comment, mask_code, without_comments
@@ -55,6 +55,7 @@ __all__ = [
     "link_key",
     "cached_link_key",
     "cut_links",
+    "text_link_targets",
     "local_target",
     "is_obsidian_uri",
     "MAX_LINKS_PER_NOTE",
@@ -403,6 +404,10 @@ def _other_links(
 # Links written as text inside code (which the link parser skips on purpose), for `Vault.visitor_text`.
 _TEXT_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
 _TEXT_MDLINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\(<?([^()<>\n]*)>?\)")
+# The same without the optional `!`: the same matches, one character later for an embed, so the same
+# contents; a pattern that starts with a literal is scanned for much faster (for `text_link_targets`).
+_TEXT_WIKILINK_FIND = re.compile(_TEXT_WIKILINK_RE.pattern[2:])
+_TEXT_MDLINK_FIND = re.compile(_TEXT_MDLINK_RE.pattern[2:])
 
 
 def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
@@ -440,7 +445,7 @@ def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
         return "" if target and hides(link) else match[0]
 
     def markdown(match: re.Match[str]) -> str:
-        local = local_target(match[2]) if match[2].strip() else None
+        local = _text_md_target(match[2])
         if local is None:
             return match[0]
         link = Link(match[0], local[0], local[1], match[1], md, no_span)
@@ -448,6 +453,26 @@ def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
 
     text = _TEXT_WIKILINK_RE.sub(wikilink, text) if "[[" in text else text
     return _TEXT_MDLINK_RE.sub(markdown, text) if "](" in text else text
+
+
+def _text_md_target(dest: str) -> tuple[str, str | None] | None:
+    """(target, anchor) of the destination of a `[x](y)` read by `cut_links`'s plain pass, or None."""
+    return local_target(dest) if dest.strip() else None
+
+
+def text_link_targets(text: str) -> list[str]:
+    """The non-empty targets of the `[[x]]` and `[x](y)` that `cut_links`'s plain pass reads in `text` (the
+    only ones it may cut there), found without a call per match: for a caller that tells, from the targets
+    alone, that nothing would be cut (`grasbot.vault.Vault.visitor_text`)."""
+    out: list[str] = []
+    if "[[" in text:
+        out += [target for target in (_split_wiki(content)[0] for content in _TEXT_WIKILINK_FIND.findall(text)) if target]
+    if "](" in text:
+        for _text, dest in _TEXT_MDLINK_FIND.findall(text):
+            local = _text_md_target(dest)
+            if local is not None and local[0]:
+                out.append(local[0])
+    return out
 
 
 # A frontmatter value that is one link and nothing else, without anchor or display text.
@@ -600,6 +625,11 @@ def _nearest_order(source_folder: str) -> Callable[[str], tuple[int, int, int, s
         return (0 if folder == source_folder else 1, path.count("/"), len(path), path)
 
     return order
+
+
+#: Last parts of a path that normalising it removes (the file found is then named by an earlier part), as
+#: `link_key` gives them.
+_NOT_A_NAME = frozenset(("", ".", ".."))
 
 
 class Resolver:
@@ -758,6 +788,24 @@ class Resolver:
                 if root and root[0] != cands[0]:
                     cands = (*root, *(c for c in cands if c not in root))
         return cands, exact
+
+    def names_of(self, paths: Iterable[str]) -> frozenset[str]:
+        """What `may_find` compares targets with, for the files at `paths`: each one's name key (its file
+        name, normalised, a note's without `.md`), that key without `.md` when it ends so, and the last
+        parts of a path that normalising it drops (`.`, `..`, empty)."""
+        names = {self.keys_of(path, self.is_note.get(path, path.lower().endswith(".md")))[0] for path in paths}
+        return frozenset(names | {name[:-3] for name in names if name.endswith(".md")} | _NOT_A_NAME)
+
+    @staticmethod
+    def may_find(targets: Iterable[str], names: frozenset[str]) -> bool:
+        """Whether `find(target, source, …)` could answer, for one of the non-empty `targets` and some
+        `source`, a file among those whose `names_of` are `names`: False only when it surely cannot.
+        `find` looks a target up by the last part of its key, with or without `.md` (a bare name, a
+        path's tail, a path from the root or from the linking note's folder), and every file it answers
+        has that part as its name key. A path normalised against the linking note's folder (`../x`,
+        `a/./x`) keeps its last part, unless that part is `.`, `..` or empty (`..`, `a/`), which `names`
+        holds: a maybe. So a target whose `link_key` is not in `names` finds none of those files."""
+        return not names.isdisjoint(map(link_key, targets))
 
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
         if "/" not in key and not key.endswith(".md"):

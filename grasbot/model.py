@@ -311,6 +311,16 @@ class Note:
             return entries[1::8]
         return [link[1] for link in self._links]  # type: ignore[union-attr]
 
+    def _body_link_targets(self) -> list[str] | tuple[str, ...]:
+        """`_link_targets()` of the links written in the body (not the frontmatter's `"[[x]]"` values)."""
+        entries = self._link_entries
+        if entries is not None:
+            kinds = entries[4::8]
+            if LinkKind.FRONTMATTER not in kinds:
+                return entries[1::8]
+            return [target for target, kind in zip(entries[1::8], kinds) if kind is not LinkKind.FRONTMATTER]
+        return [link[1] for link in self._links if link[4] is not LinkKind.FRONTMATTER]  # type: ignore[union-attr]
+
     # -- frontmatter positions -------------------------------------------------------------------------
     def _positions(self) -> None:
         # (the reader that skipped them computes them: this module knows no file format)

@@ -16,13 +16,14 @@ import os
 import stat
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key
+from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key, scan_body, text_link_targets
+from grasbot.markdown.reader import MarkdownReader
 from grasbot.markdown.frontmatter import clear_caches
 from grasbot.model import (
     Link,
@@ -264,6 +265,8 @@ class Vault:
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._hidden: frozenset[str] | None = None  # `hidden_paths`, forgotten at each update
         self._types: dict[str, str] | None = None  # `note_types`, forgotten at each update
+        # (`hidden_paths`, the `Resolver.names_of` them) for `visitor_text`: recomputed when they change
+        self._hidden_names: tuple[frozenset[str], frozenset[str]] | None = None
         #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
         #: plus `privacy` from the caller, such as the service's settings).
         own, problem = read_privacy(root)
@@ -911,12 +914,25 @@ class Vault:
         hidden = self.hidden_paths()
         if not hidden or "[" not in text and "<" not in text:
             return text
-        if len(text) > 256 and source in self.notes and "`" not in text and "~~~" not in text:
-            # (a body: its links are resolved already; most reach no hidden note, and keep their text)
-            compact = self._res.get(source) or ()
-            if not any((r if r.__class__ is str else r.target_path) in hidden for r in compact):  # type: ignore[union-attr]
-                return text
+        if source not in hidden and not self._may_cut(text, source, hidden):
+            return text
         return cut_links(text, lambda link: self._link_target(link, source) in hidden)
+
+    def _may_cut(self, text: str, source: str, hidden: frozenset[str]) -> bool:
+        """Whether `cut_links` could take anything out of `text`, written in `source` (not hidden): False
+        only when it surely returns `text` as it is, told from the targets of the links it would look at
+        (the parser's, then its plain pass's) by `Resolver.may_find`, without resolving any. An empty
+        target is the linking note itself, visible here. The parser's links of the note's own body are
+        those the vault read (a Markdown note's links are its body's, the frontmatter's besides)."""
+        names = self._hidden_names
+        if names is None or names[0] is not hidden:
+            names = self._hidden_names = (hidden, self._resolver.names_of(hidden))
+        note = self.notes.get(source)
+        if note is not None and type(self.readers.reader_for(source)) is MarkdownReader and text == note.body:
+            parsed: Iterable[str] = note._body_link_targets()
+        else:
+            parsed = [entry[1] for entry in scan_body(text, 1)[0]]
+        return self._resolver.may_find(filter(None, chain(parsed, text_link_targets(text))), names[1])
 
     def _link_target(self, link: Link, source: str) -> str | None:
         """Where `link`, written in `source`, resolves (None when broken or external)."""
