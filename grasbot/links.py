@@ -34,7 +34,7 @@ from itertools import chain
 from grasbot.markdown.body import has_comment, mask_code, without_comments
 from grasbot.markdown.frontmatter import ParsedFile, make_span
 from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
-from grasbot.text import name_key, name_key_fast, share, share_any
+from grasbot.text import name_key, name_key_fast, name_key_uncached, share, share_any
 
 _share = share_any
 # (the sharing caches are emptied after a load: see grasbot.markdown.frontmatter.clear_caches)
@@ -578,6 +578,15 @@ def link_key(target: str) -> str:
     return _remember(_LINK_KEY_CACHE, target, share(name[:-3] if name.endswith(".md") else name))
 
 
+def _uncached_link_key(target: str) -> str:
+    """`link_key(target)`, without filling its cache (an answer already there is taken)."""
+    found = _LINK_KEY_CACHE.get(target)
+    if found is not None:
+        return found
+    name = name_key_uncached(target.rsplit("/", 1)[-1])
+    return name[:-3] if name.endswith(".md") else name
+
+
 # -- resolution --------------------------------------------------------------------------------------
 
 
@@ -804,8 +813,9 @@ class Resolver:
         path's tail, a path from the root or from the linking note's folder), and every file it answers
         has that part as its name key. A path normalised against the linking note's folder (`../x`,
         `a/./x`) keeps its last part, unless that part is `.`, `..` or empty (`..`, `a/`), which `names`
-        holds: a maybe. So a target whose `link_key` is not in `names` finds none of those files."""
-        return not names.isdisjoint(map(link_key, targets))
+        holds: a maybe. So a target whose `link_key` is not in `names` finds none of those files.
+        (`link_key` computed without its cache: a text's targets would fill it, and keep the memory.)"""
+        return not names.isdisjoint(map(_uncached_link_key, targets))
 
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
         if "/" not in key and not key.endswith(".md"):

@@ -357,6 +357,9 @@ class Vault:
         resolver.forget_lookups()
         clear_name_keys()
         clear_caches()
+        # (the anchor tables the resolution built, a few MiB: rebuilt from a note's headings when an update
+        # resolves a link into it, see `_anchor_table`)
+        vault._anchors = {}
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
         # (`prepare_updates`): a tenth of a load's time and some MiB that a one-shot command never uses
         # (benchmarks/README.md, "Figures behind the code").
@@ -947,6 +950,10 @@ class Vault:
     def outgoing(self, path: str) -> list[str]:
         """Paths of notes/files this note links to (resolved links only), sorted, unique."""
         return list(self._out.get(path, ()))
+
+    def outgoing_paths(self, path: str) -> tuple[str, ...]:
+        """`outgoing(path)` as the tuple the vault keeps (no copy: the search index holds one per note)."""
+        return self._out.get(path, ())
 
     def incoming(self, path: str) -> list[str]:
         """Paths of notes that link to this one (backlinks), sorted, unique."""

@@ -763,10 +763,17 @@ def _bonus_points(doc: _Doc) -> float:
     return bonus
 
 
+def _outgoing_of(vault: IndexedVault) -> Callable[[str], Sequence[str]] | None:
+    """How to ask `vault` for a note's outgoing links: the tuples it keeps when it gives them
+    (`Vault.outgoing_paths`: held, not copied), else `outgoing`; None for a vault without a link graph."""
+    return getattr(vault, "outgoing_paths", None) or getattr(vault, "outgoing", None)
+
+
 def _outgoing(outgoing: Any, path: str) -> tuple[str, ...]:
     """The note's outgoing link targets; a vault without a link graph: none (no expansion, no crash)."""
     try:
-        return tuple(outgoing(path)) if outgoing else ()
+        found = outgoing(path) if outgoing else ()
+        return found if found.__class__ is tuple else tuple(found)
     except Exception:
         return ()
 
@@ -898,7 +905,7 @@ class SearchIndex:
         for path in sorted(reread - change.changed):
             if path in self._slot_of and path in notes:
                 self._set_note(vault, path, notes[path])
-        outgoing = getattr(vault, "outgoing", None)
+        outgoing = _outgoing_of(vault)
         for path in sorted(change.relinked):
             slot = self._slot_of.get(path)
             if slot is not None:
@@ -1154,7 +1161,7 @@ class SearchIndex:
 
         self._bonus = _Grow([_bonus_points(d) for d in docs], np.float64)
         self._hub = _Grow([d.is_moc for d in docs], bool)
-        outgoing = getattr(vault, "outgoing", None)
+        outgoing = _outgoing_of(vault)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
         self._stale = True
