@@ -354,17 +354,22 @@ class Vault:
         vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
-        resolver.forget_lookups()
-        clear_name_keys()
-        clear_caches()
-        # (the anchor tables the resolution built, a few MiB: rebuilt from a note's headings when an update
-        # resolves a link into it, see `_anchor_table`)
-        vault._anchors = {}
+        vault.forget_lookups()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
         # (`prepare_updates`): a tenth of a load's time and some MiB that a one-shot command never uses
         # (benchmarks/README.md, "Figures behind the code").
         vault._reverse_ready = False
         return vault
+
+    def forget_lookups(self) -> None:
+        """Return the memory of what resolving many links filled and nothing needs to keep: the resolver's
+        look-ups, the name and string sharing caches, the anchor tables (rebuilt from a note's headings when
+        an update resolves a link into it, see `_anchor_table`). After a load, and after a search index
+        build has read every note through `visitor_text`: they are rebuilt on demand, a few entries per update."""
+        self._resolver.forget_lookups()
+        clear_name_keys()
+        clear_caches()
+        self._anchors = {}
 
     def _excluded(self, rel_key: str, name_lower: str) -> bool:
         if name_lower in self._exclude_names:

@@ -82,7 +82,7 @@ import numpy as np
 from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
 from grasbot.model import Note, visible_to_visitors
 from grasbot.text import name_key_fast
-from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
+from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange
 
 # -- constants (starting points from the original scoring, reworked where measurement said so) -----------------
@@ -300,7 +300,7 @@ class _Reader:
     vault has a few thousand distinct words, so a body is counted and mapped with C-level passes,
     `token_counts` without its strings, and a build maps short texts the same way)."""
 
-    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk", "redact")
+    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "multi", "bulk", "redact")
 
     def __init__(
         self, tids_of: Any, terms: list[str], bulk: bool = True, redact: Callable[[str, str], str] | None = None
@@ -315,6 +315,8 @@ class _Reader:
         self.short: dict[str, tuple[int, ...]] = {}  # text -> its distinct tokens' ids, in token order
         self.repeats: dict[str, tuple[int, ...]] = {}  # text -> every token's id, when one repeats
         self.raw: dict[bytes, int] = {SEPARATOR: _SEPARATOR_ID}  # raw word -> term id (0: stop word, -1: several tokens)
+        # a raw word of several tokens -> them (here, not in the tokenizer's cache, which would keep them)
+        self.multi: dict[bytes, tuple[str, ...]] = {}
 
     def phrase(self, text: str, keep: bool = True) -> tuple[int, ...]:
         """The distinct tokens of a short text as term ids, ordered as the tokens are; kept for the next
@@ -352,7 +354,7 @@ class _Reader:
                 if tid > 0 or tid == _SEPARATOR_ID:
                     expanded.append(tid)
                 elif tid == -1:
-                    expanded += self.tids_of(raw_word_tokens(word))
+                    expanded += self.tids_of(self.multi[word])
             ids = expanded
         out: list[tuple[int, ...] | None] = list(found)
         terms = self.terms
@@ -390,7 +392,7 @@ class _Reader:
             tids, values = list(tids), list(values)
             for word, count in counts.items():
                 if raw[word] == -1:
-                    extra = self.tids_of(raw_word_tokens(word))
+                    extra = self.tids_of(self.multi[word])
                     tids.extend(extra)
                     values.extend([count] * len(extra))
             values = [c for t, c in zip(tids, values) if t != -1]
@@ -409,6 +411,8 @@ class _Reader:
                 firsts.append(tokens[0])
             else:
                 raw[word] = -1 if tokens else 0
+                if tokens:
+                    self.multi[word] = tokens
         for word, tid in zip(singles, self.tids_of(firsts)):
             raw[word] = tid
 
@@ -449,7 +453,8 @@ class _Reader:
         if self.redact is not None:
             body = self.redact(body, note.path)
         lead = _lead(body)
-        lead_ids = list(self.phrase(lead, keep=False)) if lead else []
+        # (as the short texts, in bulk: `phrase` would fill the tokenizer's caches with the vault's lead words)
+        lead_ids = list(self.phrases([lead], [None], 1)[0]) if lead else []
         if lead_ids and not set(found[0] or ()).intersection(lead_ids):
             lead_ids = []  # a first paragraph that does not name the note's subject is no definition of it
         field_sizes = (sizes[0], sum(sizes[1:a]), sizes[a], sum(sizes[a + 1 : b]), sum(sizes[b:c]), sum(sizes[c:]), len(lead_ids))
@@ -1164,6 +1169,9 @@ class SearchIndex:
         outgoing = _outgoing_of(vault)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
+        forget = getattr(vault, "forget_lookups", None)
+        if forget is not None:  # (what reading every note through `visitor_text` filled: `Vault.forget_lookups`)
+            forget()
         self._stale = True
         self._refresh()
 
