@@ -335,22 +335,14 @@ class Vault:
         vault.notes = {n.path: n for n in notes}
         resolver = vault._resolver
         resolver.add_many([(path, False) for path in vault.files] + [(note.path, True) for note in notes])
-        slug_groups: dict[str, list[str]] = {}
-        stem_groups: dict[str, list[str]] = {}
-        for note in notes:
-            path = note.path
-            # (what _group_add does, as lists: each note comes once; tuples below, as sets cost four times more)
-            slug = vault._slug_of(note)
-            if slug:
-                slug_groups.setdefault(slug, []).append(path)
-            stem_groups.setdefault(name_key(note.stem), []).append(path)
         # The whole alias index is for updates: a load names its broken links' likely targets from a
         # small one (`_name_likely_targets`); `prepare_updates` or the first look-up builds the whole.
         resolver.defer_aliases(partial(_aliases_of, notes))
-        vault._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}
-        vault._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}
-        del slug_groups, stem_groups
+        vault._build_groups()
         vault._assign_ids(vault.notes.keys())
+        # (only updates need the id groups again: `prepare_updates` builds them anew, some MiB on 10k notes
+        # that a one-shot command does not keep)
+        vault._slug_groups, vault._stem_groups = {}, {}
         vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
@@ -536,6 +528,20 @@ class Vault:
             return None
         slug = slug.strip()
         return slug or None
+
+    def _build_groups(self) -> None:
+        """The id groups (`_slug_groups`, `_stem_groups`) of every note, from scratch: what `_group_add`
+        of each note in path order gives, as tuples (a set costs four times more; an update turns the
+        ones it changes into sets, see _index_add)."""
+        slug_groups: dict[str, list[str]] = {}
+        stem_groups: dict[str, list[str]] = {}
+        for path, note in self.notes.items():  # (in path order)
+            slug = self._slug_of(note)
+            if slug:
+                slug_groups.setdefault(slug, []).append(path)
+            stem_groups.setdefault(name_key(note.stem), []).append(path)
+        self._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}  # type: ignore[misc]
+        self._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}  # type: ignore[misc]
 
     def _group_add(self, note: Note) -> None:
         slug = self._slug_of(note)
@@ -732,7 +738,7 @@ class Vault:
 
     def prepare_updates(self) -> None:
         """Build what only updates and backlinks need, if a load left it to be built: the backlinks, the
-        reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
+        reverse index, the whole alias index and the id groups. `incoming`, `update_file` and `remove_file` call it, so
         nothing depends on it being called; a long-running consumer calls it once after `load` so that its
         first update is as quick as the next (the figures: benchmarks/README.md, load)."""
         if self._reverse_ready:
@@ -740,6 +746,7 @@ class Vault:
         with self._prepare_lock:
             if not self._reverse_ready:
                 self._resolver.owners()  # the whole alias index, deferred by the load
+                self._build_groups()  # dropped by the load once the ids were given
                 self._build_reverse()
                 self._reverse_ready = True
 

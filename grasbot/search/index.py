@@ -255,8 +255,9 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 def _headings(note: Note) -> list[str]:
     """The note's section titles (from the vault's parse, else read from the body)."""
-    if note.headings:
-        return [h.text for h in note.headings]
+    headings = note.headings
+    if headings:
+        return [h.text for h in headings]
     return _HEADING.findall(note.reader_body)
 
 
@@ -848,7 +849,8 @@ class SearchIndex:
         self._ph_tok_of = _Grow([], np.int32)  # ... and the phrase of each
         self._ph_beg = _Grow([], np.int64)  # slot -> its phrases [beg, end)
         self._ph_end = _Grow([], np.int64)
-        self._groups: dict[tuple[str, ...], int] = {}
+        # alias token ids -> its group; None once a build is done (`_alias_groups` rebuilds it for an update)
+        self._groups: dict[tuple[int, ...], int] | None = {}
         self._group_count = _Grow([], np.int64)  # notes holding each alias: an alias held by k notes counts 1/k
         self._q_off = np.zeros(2, dtype=np.int64)
         self._q_phrase = _EMPTY_I
@@ -1031,7 +1033,7 @@ class SearchIndex:
         ph_group: list[int] = []
         ph_lists = (ph_kind, ph_len, ph_tok, ph_group, ph_count)
         ph_arrays = [np.zeros(0, dtype=dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32)]  # (`_compact`)
-        groups = self._groups
+        groups: dict[tuple[int, ...], int] = {}
         setgroup = groups.setdefault
         self._redact = getattr(vault, "visitor_text", None)
         read = _Reader(self._tids, self._terms, redact=self._redact).read
@@ -1156,6 +1158,8 @@ class SearchIndex:
         g = ph_group
         self._ph_group = _Grow(g, np.int32)
         self._group_count = _Grow(np.bincount(g[g >= 0], minlength=len(groups)), np.int64)
+        self._groups = None  # (its keys are in the arrays: only an update needs it, `_alias_groups`)
+        del groups
         # Term -> its phrases, ascending: tokens are listed phrase after phrase and a phrase's tokens are
         # distinct, so a stable sort by term alone orders each term's phrases.
         self._q_off = _csr(qt, len(self._terms) + 1)
@@ -1336,8 +1340,9 @@ class SearchIndex:
                 self._q_over[tid] = np.append(self._phrase_postings(tid), np.int32(pid))
             group = -1
             if kind == _K_ALIAS:
-                group = self._groups.setdefault(tokens, len(self._groups))
-                self._group_count.resize(len(self._groups))
+                groups = self._alias_groups()
+                group = groups.setdefault(tokens, len(groups))
+                self._group_count.resize(len(groups))
                 self._group_count.a[group] += 1
             self._ph_group.extend([group])
         self._ph_doc.extend([slot] * len(phrases[0]))
@@ -1349,6 +1354,22 @@ class SearchIndex:
         self._docs[slot] = doc
         self._slot_of[note.path] = slot
         self._n += 1
+
+    def _alias_groups(self) -> dict[tuple[int, ...], int]:
+        """Alias token ids (a phrase's distinct term ids, in order) -> its group: what the build numbered,
+        read back from the phrase arrays on the first update (a build does not keep it: some MiB on 10k
+        notes, that only an update that adds an alias needs). Every group a phrase ever had is there."""
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = {}
+            group = self._ph_group.view()
+            lengths = self._ph_len.view().astype(np.int64)
+            starts = np.cumsum(lengths) - lengths
+            tokens = self._ph_tok.view()
+            for pid in np.flatnonzero(group >= 0).tolist():
+                start = int(starts[pid])
+                groups.setdefault(tuple(tokens[start : start + int(lengths[pid])].tolist()), int(group[pid]))
+        return groups
 
     def _refresh(self) -> None:
         """Recompute what depends on the whole vault (IDF, length norms, phrase weights, id order)."""
