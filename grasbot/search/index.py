@@ -1409,24 +1409,32 @@ class SearchIndex:
         # A hub (MOC) names a collection, not a subject: its title, slug and aliases (often the subjects of
         # the notes it gathers) must not outrank the note about the subject when that one matches too.
         hub = self._hub.view()
-        if hub.any():
-            full = np.where(hub[self._ph_doc.view()] & (kind <= _K_ALIAS), full * HUB_NAME_SHARE, full)  # title, slug, alias
+        if hub.any():  # (in place: no second array of every phrase at the build's peak)
+            full[hub[self._ph_doc.view()] & (kind <= _K_ALIAS)] *= HUB_NAME_SHARE  # title, slug, alias
         self._ph_full = full
         self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 5 points: exact on 2 bytes)
         # A word's rarity among the titles (its IDF over titles, over that of a word in no title): a part
         # of a title is a sign of the subject only when few titles share it ("Obsidian" in half the titles
         # says nothing of which page a question is about).
         # A title is live when it lies in its note's run (a note that left, or was re-read, has others).
-        pid = np.arange(m)
+        # (By runs of phrases, as the norms: the per-phrase transients stay small.)
         owner = self._ph_doc.view()
-        live_title = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & (kind == _K_TITLE)
+        live_title = np.empty(m, dtype=bool)
+        for lo in range(0, m, step):
+            pid = np.arange(lo, min(lo + step, m))
+            at = owner[lo : lo + step]
+            live_title[lo : lo + step] = (self._ph_beg.a[at] <= pid) & (pid < self._ph_end.a[at]) & (kind[lo : lo + step] == _K_TITLE)
         # Titles holding each term (a word twice in one title counts twice: rare, and not worth a sort).
         t_df = np.bincount(qt[live_title[qp]], minlength=v).astype(np.float64)
         titles = float(np.count_nonzero(live_title)) or 1.0
         self._title_rarity = np.log1p((np.maximum(titles - t_df, 0.0) + 0.5) / (t_df + 0.5)) / math.log1p((titles + 0.5) / 0.5)
-        del pid, owner, live_title, t_df
+        del owner, live_title, t_df
         # A title's own mass, its words by their rarity among titles (`TITLE_NAMED_SHARE`), in token order.
-        self._ph_rare = np.bincount(qp, weights=self._idf[qt] * self._title_rarity[qt], minlength=m)
+        weights = self._idf * self._title_rarity  # (per term: the same products as per token)
+        rare = np.empty(m)
+        for lo, first, end in zip(range(0, m, step), starts, starts[1:]):
+            rare[lo : lo + step] = np.bincount(qp[first:end] - lo, weights=weights[qt[first:end]], minlength=min(step, m - lo))
+        self._ph_rare = rare
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
