@@ -33,7 +33,7 @@ from itertools import chain
 
 from grasbot.markdown.body import has_comment, mask_code, without_comments
 from grasbot.markdown.frontmatter import ParsedFile, make_span
-from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
+from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat, wikilink_raw
 from grasbot.text import name_key, name_key_fast, name_key_uncached, share, share_any
 
 _share = share_any
@@ -183,7 +183,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
 #: One link in the compact form a loaded vault keeps (see `grasbot.model.Note`, which stores the entries
 #: of a note end to end in one flat tuple): the fields of `Link` with the span as its start line and
 #: column (a link's text never spans lines, so the span ends on that line, `len(raw)` characters further).
-LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field)
+LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field); raw None: `wikilink_raw` gives it
 
 _ENTRY_ORDER = operator.itemgetter(5, 6)  # (line, column): document order
 
@@ -200,7 +200,10 @@ def entry_of(link: Link) -> LinkEntry | None:
     raw = link[0]
     if span[0] != span[2] or span[3] != span[1] + len(raw):
         return None
-    return (raw, link[1], link[2], link[3], link[4], span[0], span[1], link[6])
+    kind = link[4]
+    if (kind is LinkKind.WIKILINK or kind is LinkKind.EMBED) and raw == wikilink_raw(link[1], link[2], link[3], kind):
+        raw = None  # (as `scan_body` stores it)
+    return (raw, link[1], link[2], link[3], kind, span[0], span[1], link[6])
 
 
 #: The most links read from one note. Real notes hold a few hundred at most (the largest MOC of the corpora
@@ -274,10 +277,10 @@ def scan_body(
                 line_start = rfind("\n", last, start) + 1
             last = start
             raw = body[start:end]
-            # (texts shared with equal ones: the same `[[name]]` recurs across notes, and the resolver
-            # then hashes each target once)
-            append((share(raw, raw), share(target, target), anchor, display, kind, line,
-                    start - line_start + 1, None))
+            # (a raw text that `wikilink_raw` gives back is not kept: None; others are shared with equal ones,
+            # as targets are: the same `[[name]]` recurs across notes, and the resolver hashes each target once)
+            kept = None if raw == wikilink_raw(target, anchor, display, kind) else share(raw, raw)
+            append((kept, share(target, target), anchor, display, kind, line, start - line_start + 1, None))
             start_append(start)
             end_append(end)
     if has_md:

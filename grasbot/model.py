@@ -112,13 +112,33 @@ class Resolution(NamedTuple):
     alias_of: str | None = None
 
 
+def wikilink_raw(target: str, anchor: str | None, display: str | None, kind: LinkKind) -> str:
+    """The text of a wikilink or embed written plainly (`[[target#anchor|display]]`, `![[...]]`): what a
+    link entry stands for when its raw text is None (most links: a vault then keeps their texts once, in
+    the note's own bytes)."""
+    inner = target if anchor is None else f"{target}#{anchor}"
+    if display is not None:
+        inner = f"{inner}|{display}"
+    return f"![[{inner}]]" if kind is LinkKind.EMBED else f"[[{inner}]]"
+
+
+def entry_link(raw: str | None, target: str, anchor: str | None, display: str | None, kind: LinkKind, line: int,
+               col: int, field: str | None) -> Link:
+    """The `Link` of one link entry (see `links_from_flat`)."""
+    if raw is None:
+        raw = wikilink_raw(target, anchor, display, kind)
+    return tuple.__new__(Link, (raw, target, anchor, display, kind, tuple.__new__(Span, (line, col, line, col + len(raw))), field))
+
+
 def links_from_flat(flat: tuple[Any, ...]) -> list[Link]:
     """The `Link`s of a note's compact link storage: the entries of `grasbot.links.scan_body` end to end,
-    eight fields each (raw, target, anchor, display, kind, line, column, field)."""
+    eight fields each (raw, target, anchor, display, kind, line, column, field); a raw text None is the
+    one `wikilink_raw` gives."""
     new = tuple.__new__
     it = iter(flat)
     return [
         new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field))
+        if raw is not None else entry_link(raw, target, anchor, display, kind, line, col, field)
         for raw, target, anchor, display, kind, line, col, field in zip(it, it, it, it, it, it, it, it)
     ]
 

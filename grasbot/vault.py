@@ -34,6 +34,7 @@ from grasbot.model import (
     Problem,
     Resolution,
     Span,
+    entry_link,
     visible_to_visitors,
 )
 from grasbot.readers import DEFAULT_READERS, Reader, Readers
@@ -148,7 +149,8 @@ def _materialise(note: Note, compact: list[str | Resolution]) -> list[Resolution
     entries = zip(it, it, it, it, it, it, it, it)
     return [
         new(Resolution, (
-            new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field)),
+            new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field))
+            if raw is not None else entry_link(raw, target, anchor, display, kind, line, col, field),
             ok, r, (), None,
         )) if r.__class__ is str else r  # type: ignore[misc]
         for (raw, target, anchor, display, kind, line, col, field), r in zip(entries, compact)
@@ -181,8 +183,7 @@ def _link_key_or_none(target: str) -> str | None:
 
 def _link_at(flat: tuple[object, ...], index: int) -> Link:
     """Link number `index` of a note's flat link entries (see `grasbot.model.links_from_flat`), built alone."""
-    raw, target, anchor, display, kind, line, col, field = flat[index * 8 : index * 8 + 8]
-    return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, col + len(raw))), field))  # type: ignore[operator]
+    return entry_link(*flat[index * 8 : index * 8 + 8])  # type: ignore[arg-type]
 
 
 def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
