@@ -266,6 +266,11 @@ def scan_body(
                 target, anchor, display = _split_wiki(content)
                 if not target and anchor is None:
                     continue  # [[|x]]: not a link
+                # (headings and link texts recur across notes as names do: shared too)
+                if anchor:
+                    anchor = share(anchor, anchor)
+                if display:
+                    display = share(display, display)
             else:
                 target = content.strip()
                 if not target:
@@ -321,9 +326,12 @@ def scan_body(
                 line += breaks
                 line_start = rfind("\n", last, start) + 1
             last = start
-            # (a markdown link's text is seldom repeated: not shared)
+            # (shared as a wikilink's are: a vault repeats the same link to a note, `[x](../y.md)`, in many notes)
             col = start - line_start + 1
-            append((body[start:end], share(target, target), anchor, text, md, line, col, None))
+            raw = body[start:end]
+            if anchor:
+                anchor = share(anchor, anchor)
+            append((share(raw, raw), share(target, target), anchor, share(text, text) if text else text, md, line, col, None))
         if md_links:
             if links:
                 links.extend(md_links)
