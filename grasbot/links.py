@@ -722,8 +722,8 @@ class Resolver:
         for path, flag in fresh:
             is_note[path] = flag
             name, key = keys_of(path, flag)
-            _add_in_order(by_name, name, path, grown)
-            _add_in_order(by_path, key, path, grown)
+            _add_in_order(by_name, name, path, grown, one_as_str=True)
+            _add_in_order(by_path, key, path, grown, one_as_str=True)
         _freeze(grown)
 
     def defer_aliases(self, source: Callable[[], Iterable[tuple[str, list[str]]]]) -> None:
@@ -831,13 +831,13 @@ class Resolver:
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
         if "/" not in key and not key.endswith(".md"):
             # a bare name (most links): its files, already sorted in the index
-            return tuple(self.by_name.get(key, ())), False
+            return tuple(_paths(self.by_name.get(key))), False
         name = key.rsplit("/", 1)[-1]
-        cands = list(self.by_name.get(name, ()))
+        cands = list(_paths(self.by_name.get(name)))
         stripped = ""
         if name.endswith(".md"):
             stripped = key[:-3]
-            cands += [p for p in self.by_name.get(name[:-3], ()) if self.is_note[p] and p not in cands]
+            cands += [p for p in _paths(self.by_name.get(name[:-3])) if self.is_note[p] and p not in cands]
         if "/" in key:
             exact = self._exact(key)
             if exact:
@@ -855,12 +855,12 @@ class Resolver:
     def _exact(self, key: str) -> tuple[str, ...]:
         hit = self.by_path.get(key)
         if hit:
-            return tuple(hit)
+            return tuple(_paths(hit))
         if key.endswith(".md"):
             hit = self.by_path.get(key[:-3])
             if hit:
                 is_note = self.is_note
-                return tuple([p for p in hit if is_note[p]])
+                return tuple([p for p in _paths(hit) if is_note[p]])
         return ()
 
     def resolve(
@@ -952,12 +952,24 @@ class Resolver:
         return out
 
 
+def _paths(items: str | Sequence[str] | None) -> Sequence[str]:
+    """The paths an index entry holds: a bulk load stores a lone path of `by_name`/`by_path` as the str
+    itself (`_add_in_order`), no tuple around it (a vault holds two per file)."""
+    if items is None:
+        return ()
+    return (items,) if items.__class__ is str else items  # type: ignore[return-value]
+
+
 def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     # lists stay sorted so that every answer is independent of insertion order
     items = index.get(key)
     if items is None:
         index[key] = [path]
         return
+    if items.__class__ is str:  # (a lone path of a bulk load)
+        if items == path:
+            return
+        items = index[key] = [items]  # type: ignore[list-item]
     if path in items:
         return
     if items.__class__ is tuple:  # frozen by a bulk load (see _freeze): a list again once it changes
@@ -966,14 +978,23 @@ def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     items.sort()
 
 
-def _add_in_order(index: dict[str, list[str]], key: str, path: str, grown: list[tuple[dict[str, list[str]], str]]) -> None:
+def _add_in_order(
+    index: dict[str, list[str]], key: str, path: str, grown: list[tuple[dict[str, list[str]], str]], one_as_str: bool = False
+) -> None:
     """`_insert` for a bulk load, which adds paths in order: appended (no sort) after the paths `key` holds.
 
     A new key gets a one-path tuple (what `_freeze` would make of it: nearly every key of a vault holds one
-    path), which becomes a list, recorded in `grown` for `_freeze`, when a second path comes."""
+    path), or with `one_as_str` the path itself (read through `_paths`), which becomes a list, recorded in
+    `grown` for `_freeze`, when a second path comes."""
     items = index.get(key)
     if items is None:
-        index[key] = (path,)  # type: ignore[assignment]
+        index[key] = path if one_as_str else (path,)  # type: ignore[assignment]
+    elif items.__class__ is str:
+        if items < path:
+            index[key] = [items, path]  # type: ignore[list-item]
+            grown.append((index, key))
+        elif items != path:
+            _insert(index, key, path)
     elif items[-1] < path:
         if items.__class__ is tuple:
             index[key] = [*items, path]
@@ -995,6 +1016,10 @@ def _freeze(entries: list[tuple[dict[str, list[str]], str]]) -> None:
 
 def _discard(index: dict[str, list[str]], key: str, path: str) -> None:
     items = index.get(key)
+    if items.__class__ is str:  # (a lone path of a bulk load)
+        if items == path:
+            del index[key]
+        return
     if items and path in items:
         if items.__class__ is tuple:
             items = index[key] = list(items)
