@@ -215,9 +215,11 @@ MAX_LINKS_PER_NOTE = 20_000
 
 
 def scan_body(
-    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE
+    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE, keep: bool = True
 ) -> tuple[list[LinkEntry], list[Heading], set[str]]:
     """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores.
+    `keep` False: for a caller that drops the entries soon (`cut_links`): their texts are not shared with
+    equal ones (the sharing table would keep them until the vault empties it).
 
     Each kind of link is read up to `max_links` + 1 (more than `max_links` tells the caller there were too
     many); the scan is linear in the body's length, also on one very long line."""
@@ -235,7 +237,7 @@ def scan_body(
     # to local names and does no more than the entry needs.
     count = masked.count
     rfind = masked.rfind
-    share = _share
+    share = _share if keep else {}.setdefault  # type: ignore[attr-defined]
     wiki_starts: list[int] = []
     wiki_ends: list[int] = []
     if has_wiki:
@@ -425,7 +427,7 @@ def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
     """`text` without the links for which `hides(link)` is true (`grasbot.vault.Vault.visitor_text` decides by
     where each resolves): first every link the parser finds (each
     form the resolver follows, exact spans), then the `[[x]]`/`[x](y)` left in code, read as links."""
-    links = scan_body(text, 1)[0]
+    links = scan_body(text, 1, keep=False)[0]
     cut = [entry for entry in links_from_entries(links) if hides(entry)]
     if cut:
         starts = [0]

@@ -947,7 +947,7 @@ class Vault:
         if note is not None and type(self.readers.reader_for(source)) is MarkdownReader and text == note.body:
             parsed: Iterable[str] = note._body_link_targets()
         else:
-            parsed = [entry[1] for entry in scan_body(text, 1)[0]]
+            parsed = [entry[1] for entry in scan_body(text, 1, keep=False)[0]]
         return self._resolver.may_find(filter(None, chain(parsed, text_link_targets(text))), names[1])
 
     def _link_target(self, link: Link, source: str) -> str | None:
