@@ -9,7 +9,9 @@ bench_snapshot.py), `Vault.load` + `resolutions()` of every note (bench_load.py'
 ask --no-cache` (the whole cold command, its LLM unreachable as in bench_snapshot.py). The two trees run one after the other, the order swapped at each pair, so that a machine
 whose speed drifts (other jobs on its two cores) weighs on both alike; the ratio of each pair is taken, then
 the median. Each process imports the tree given by PYTHONPATH (checked), with its bytecode cached (one
-unrecorded warm-up run per tree), PYTHONHASHSEED=0. Without `--against`, the suite is skipped.
+unrecorded warm-up run per tree), PYTHONHASHSEED=0. Before them, one process per tree hashes what must not
+change (`RESULTS`), and the table says whether the digests are equal. Without `--against`, the suite is
+skipped.
 
 To make the other tree: `git archive main | tar -x -C /tmp/main-tree`.
 """
@@ -59,6 +61,35 @@ sys.exit(code)
 }
 
 
+#: What must not change between the trees, as one digest per tree: the ranked ids, scores, reasons and
+#: coverage of 300 questions (bench_retrieval.py's sample), every note's fields, the hidden notes, what
+#: visitors read of every body, every resolution, and the JSON `vaulttools lint --no-cache` prints.
+RESULTS = """
+import hashlib, io, contextlib, sys
+sys.path.insert(0, {bench!r})
+import bench_retrieval
+from grasbot.vault import Vault
+from grasbot.search.index import SearchIndex
+from vaulttools.cli import main
+h = hashlib.blake2b()
+def put(x): h.update(repr(x).encode())
+v = Vault.load({vault!r})
+ix = SearchIndex.build(v)
+for q in bench_retrieval._synthetic_queries(v, 300):
+    put([(x.id, x.score, x.reasons, x.direct, x.coverage) for x in ix.search(q, top_k=10).hits])
+put(sorted(v.hidden_paths()))
+for n in v.notes.values():
+    put((n.path, n.id, n.title, n.meta, n.headings, sorted(n.block_ids), n.links, n.problems, n.frontmatter_span,
+         n.body_line, n.withheld, v.visitor_text(n.reader_body, n.path), v.visitor_text(n.title, n.path)))
+put(list(v.all_resolutions()))
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    main(["lint", "--vault", {vault!r}, "--format", "json", "--no-cache", "--exit-zero"])
+h.update(out.getvalue().encode())
+report(digest=h.hexdigest())
+"""
+
+
 def _env(tree: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRASBOT_", "LANGFUSE_", "VAULTTOOLS_"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # (bytecode cached, as an installed package runs)
@@ -85,7 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-fresh-"))
     results: dict[str, dict[str, list[_util.Run]]] = {}
+    digests: dict[str, str] = {}
     try:
+        for name, tree in trees.items():
+            cache = Path(tempfile.mkdtemp(dir=work))
+            code = _CHECK.format(tree=str(tree)) + RESULTS.format(vault=vault, bench=str(Path(__file__).resolve().parent))
+            digests[name] = _util.run_once(code, cwd=work, env=_env(tree, cache), timeout=900).metrics["digest"]
         for label, template in WORKLOADS.items():
             code = {name: _CHECK.format(tree=str(tree)) + template.format(vault=vault, question=QUESTION) for name, tree in trees.items()}
             got: dict[str, list[_util.Run]] = {"against": [], "this": []}
@@ -121,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
          "this / against (pairs' median)", "wall: against / this"],
         rows,
         notes=[
+            "results (ranked ids and scores of 300 questions, notes' fields, privacy, visitor texts, resolutions, "
+            f"lint's JSON): {'identical' if digests['this'] == digests['against'] else 'DIFFERENT'} "
+            f"(digest {digests['this'][:16]} / {digests['against'][:16]})",
             "targets (issue 19): vault + index ≤ 150 MiB; CPU time ≤ 1.05 × the other tree's",
             f"load average (1, 5, 15 min) at the start {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
             f"at the end {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
@@ -128,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         ],
     )
     payload: dict[str, Any] = {
-        "against": str(other), "notes": notes,
+        "against": str(other), "notes": notes, "digests": digests,
         "results": {label: {name: [{"wall": r.wall, "cpu": r.cpu, "max_rss": r.max_rss} for r in runs_] for name, runs_ in got.items()}
                     for label, got in results.items()},
     }  # fmt: skip
