@@ -1563,6 +1563,17 @@ class SearchIndex:
         for e in _lexicon.expand(originals, vocab, keep=common):
             if soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))[2] == e.source and len(e.sources) > 1:
                 also_for[e.term] = e.sources[1:]
+        # Another form of a question word the stemmer leaves apart (`financier` / `financ` of `finance`,
+        # `video` / `videos`): the same word, ranked at FAMILY_WEIGHT, never on top of the word as typed
+        # in a note that holds both (`_beside_original`).
+        family_of: dict[str, int] = {}  # family term -> the term id of the question word it is a form of
+        for t in originals:
+            if t not in common:
+                for other in _lexicon.family(t, vocab):
+                    if other not in soft:  # a correction or a synonym of the table comes first
+                        soft[other] = (_lexicon.FAMILY_WEIGHT, EXPANSION_EVIDENCE, t)
+                        if t in vocab:
+                            family_of[other] = vocab[t]
         soft = {t: v for t, v in soft.items() if t not in originals}
         if soft:
             unique = sorted(set(originals) | set(soft))
@@ -1593,6 +1604,8 @@ class SearchIndex:
             w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
             we = recs[0][_T_WE] if single else np.concatenate([rec[_T_WE] for rec in recs])
             n_words = len(originals) + len(corrected)
+            if family_of.keys() & soft.keys():
+                w, we = self._beside_original(family_of, soft, known_terms, recs, doc_ids, w, we, slots)
             # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/search/grounding.py).
             any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
             if soft or (any_passing and n_words >= 2):
@@ -1768,6 +1781,38 @@ class SearchIndex:
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _beside_original(
+        self,
+        family_of: Mapping[str, int],
+        soft: Mapping[str, tuple[float, float, str]],
+        known_terms: Sequence[str],
+        recs: Sequence[tuple[Any, ...]],
+        doc_ids: np.ndarray,
+        w: np.ndarray,
+        we: np.ndarray,
+        slots: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The postings' ranking and evidence weights (`w`, `we`, concatenated in `known_terms` order)
+        with each family term's counting in a note only beyond what the question word it is a form of
+        counts there: a note scores the better of the two forms, not their sum (`video` and `videos` in
+        one note are one word said twice, which BM25 already saturates). Copies; the cached term
+        weights are left as they are."""
+        w, we = w.copy(), we.copy()
+        start = 0
+        for t, rec in zip(known_terms, recs):
+            size = rec[_T_DOCS].size
+            if t in family_of and t in soft:
+                rank_weight, evidence_weight, _word = soft[t]
+                original = self._term(family_of[t])
+                at = slice(start, start + size)
+                for weights, column, share in ((w, _T_W, rank_weight), (we, _T_WE, evidence_weight)):
+                    held = np.zeros(slots)
+                    held[original[_T_DOCS]] = original[column]
+                    # share x (what is left) = max(0, share x this form - the original's own weight)
+                    weights[at] = np.maximum(0.0, weights[at] - held[doc_ids[at]] / share)
+            start += size
+        return w, we
 
     def _bonus_floor(self) -> float:
         """The least `priority`/MOC bonus of any note: a note with evidence drops to zero or below only
