@@ -42,6 +42,11 @@ is the same family of signals, reworked where the original was known to fail):
   from a name (title, alias, slug) that five times as many notes hold is looked for as that name too
   (`cliper` stems to `clip`, a word of one note, where the vault names `clipper`; `stats["respelled"]`):
   the name ranks as a confident correction, the word as typed as an unconfident one, no evidence added.
+- **Word families** (`grasbot.search.lexicon.family`): another form of a question word that the French
+  stemmer leaves apart (`financier` stems to `financi`, `financière` to `financier`, `finance` to
+  `financ`; `vidéo` to `video`, `vidéos` to `videos`) and the vault holds ranks as that word at
+  `lexicon.FAMILY_WEIGHT` and is evidence like a synonym, but only beyond what the word as typed counts in
+  the same note (`_beside_original`): a note holding both forms scores the better one, not their sum.
 - **grounded**: the evidence of the best direct note, its BM25F score as a share of the score of an ideal
   note holding every question token strongly, must reach `GROUND_EVIDENCE`. Each token weighs its IDF and
   tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?" sharing `temps` with a
