@@ -853,6 +853,7 @@ class SearchIndex:
         self._floor: float | None = None  # the least priority/MOC bonus of any note, until a change
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections: dict[tuple[str, str], _spelling.Correction | None] = {}  # reset on change
+        self._families: dict[str, list[str]] = {}  # question token -> its family in the vocabulary, until a change
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -1406,6 +1407,7 @@ class SearchIndex:
         self._wcache = {}
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
+        self._families = {}
         self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
         self._floor = None
         self._stale = False
@@ -1574,7 +1576,7 @@ class SearchIndex:
         family_of: dict[str, int] = {}  # family term -> the term id of the question word it is a form of
         for t in originals:
             if t not in common:
-                for other in _lexicon.family(t, vocab):
+                for other in self._family(t):
                     if other not in soft:  # a correction or a synonym of the table comes first
                         soft[other] = (_lexicon.FAMILY_WEIGHT, EXPANSION_EVIDENCE, t)
                         if t in vocab:
@@ -1786,6 +1788,15 @@ class SearchIndex:
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _family(self, token: str) -> list[str]:
+        """`lexicon.family` of a question token in the index's vocabulary, cached until the next change."""
+        found = self._families.get(token)
+        if found is None:
+            if len(self._families) >= 4096:
+                self._families.clear()
+            found = self._families[token] = _lexicon.family(token, self._vocab)
+        return found
 
     def _beside_original(
         self,
