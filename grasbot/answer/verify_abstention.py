@@ -51,7 +51,7 @@ _IRREGULAR = {
     "savoir": "sais sait savons savez savent savais savait saurai saurais saurait saurions su savoir know knows knew known",
     "connaitre": "connais connait connaissons connaissez connaissent connaissais connu connue connaitre",
     "voir": "vois voit voyons voyez voient voyais voyait vu vue voir see sees saw seen",
-    "pouvoir": "peux peut pouvons pouvez peuvent pouvais pouvait pourrai pourrais pourrait pourrions pu pouvoir can could cannot able unable",
+    "pouvoir": "peux puis peut pouvons pouvez peuvent pouvais pouvait pourrai pourrais pourrait pourrions pu pouvoir can could cannot able unable",
     "dire": "dis dit disons disent disait dirait dire say says said tell tells told",
     "etre": "suis es est sommes etes sont etais etait etaient serai serais serait ete etre am is are was were be been being",
     "contenir": "contient contiennent contenait contenaient contiendrait contenu contenir",
@@ -74,13 +74,21 @@ _STATE_STEMS = (
     "mention", "stat", "specif", "cover", "includ", "contain", "indicat", "describ", "discuss", "address",
     "show", "provid", "giv", "detail", "list", "explain", "record", "say", "said", "tell", "told", "answer",
     "repond", "repons", "dispon", "availab", "clear", "known", "connu", "aid", "ecrit", "written",
+    # verbs of naming, quantifying, listing, recording, revealing (verba dicendi beyond "say"): "les notes
+    # ne le nomment pas", "ne le chiffrent pas", "don't name", "don't quantify", "ne recensent pas"
+    "nomm", "chiffr", "enumer", "recens", "repertori", "consign", "rapport", "stipul", "explicit", "retrac",
+    "revel", "soulign", "attest", "eclair", "ressort", "name", "quantif", "enumerat", "report", "reveal",
+    "disclos", "spell", "clarif",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
     "note notes document documents source sources fiche fiches contexte context extrait extraits passage "
     "passages texte textes information informations info infos element elements record records page pages "
-    "material materials data".split()
+    "material materials data documentation docs ressources resources archives ecrits".split()
 )
+#: First-person possessives: what the speaker answers from is its sources ("ma documentation ne
+#: précise pas", "my files don't say"); the assistant has no possessions of the world to speak of.
+_SPEAKER_POSSESSIVE = frozenset({"mes", "ma", "mon", "nos", "notre", "my", "our"})
 #: Nouns of knowledge (what is absent: frame 3). Not `donnée` ("aucune donnée n'a été perdue" is a fact).
 _KNOWLEDGE_NOUNS = frozenset(
     "information informations info infos mention mentions precision precisions indication indications detail "
@@ -105,7 +113,55 @@ _NOBODY = frozenset({"rien", "nothing", "there", "nul", "aucun", "aucune", "none
 _DEMONSTRATIVE = frozenset({"ce", "cela", "ca", "ceci", "it", "this", "that"})
 #: What may stand between `ne` and the verb (clitics) or between the verb and its participle.
 _CLITICS = frozenset({"le", "la", "les", "l", "en", "y", "lui", "leur", "me", "m", "vous", "te", "se", "s", "nous"})
-_CLOSERS = frozenset({"pas", "rien", "aucun", "aucune", "jamais", "plus", "guere", "nullement", "point", "nulle"})
+_CLOSERS = frozenset({"pas", "rien", "aucun", "aucune", "jamais", "plus", "guere", "nullement", "point", "nulle", "ni", "aucunement", "personne"})
+#: The French verbs that may be negated by `ne` alone in the literary register (the grammars' `ne`
+#: explétif-free negation with savoir, pouvoir, oser, cesser): "je ne saurais dire", "je ne sais si".
+#: Of them only the two of knowing and ability make a frame of knowledge.
+_BARE_NE = frozenset({"savoir", "pouvoir"})
+#: Verbs of reporting proper (verba dicendi and verbs of recording: saying, stating, specifying,
+#: mentioning, documenting, detailing, describing, explaining, quantifying). Their negated passive
+#: without an agent ("X n'est pas précisé", "X is not stated anywhere") reports what a text leaves out:
+#: in an answer written from notes, a statement about the notes. A negative fact uses a verb of the
+#: world instead ("le prix n'est pas fixé", "the disk is not encrypted").
+_REPORT_STEMS = (
+    "precis", "mentionn", "specifi", "detaill", "document", "renseign", "explicit", "evoqu", "indiqu", "signal",
+    "expliqu", "decrit", "decrits", "stipul", "quantifi", "enumer", "recens", "repertori", "consign", "rapport",
+    "mention", "stated", "detail", "describ", "indicat", "explain", "reported", "spelled", "spelt", "disclos",
+    "listed", "quantified", "recorded",
+)
+#: Verbs of communication whose first sense may also be of the world (donner, communiquer, aborder,
+#: citer, nommer, connaître; give, name, address, discuss, cite, know): their negated passive is about
+#: the sources only when nothing completes it ("le nom n'est pas donné", against "le cours n'est pas
+#: donné en ligne", "il n'a pas été nommé directeur"). Verbs of supplying or processing (fournir, couvrir,
+#: traiter, chiffrer, provide, cover) are of the world first and never read so.
+_REPORT_BARE_STEMS = ("donn", "communiq", "abord", "cit", "nomm", "connu", "dit", "dite", "given", "named", "addressed", "discussed", "cited", "known", "said", "told")
+#: What may follow a bare passive of reporting and still leave it bare: adverbs of place in a text and of
+#: explicitness ("n'est mentionné nulle part", "not stated explicitly anywhere").
+_TEXT_ADVERBS = frozenset(
+    "ici nulle part explicitement clairement precisement exactement formellement la-dedans dedans non plus "
+    "here anywhere nowhere explicitly clearly exactly specifically precisely either".split()
+)
+#: What makes a passive a predication or names its agent: "documenté comme obligatoire", "specified as
+#: optional", "écrit en Rust", "précisé par le client" (an agent that is a source is read by
+#: `_names_sources`).
+_PREDICATIVE = frozenset({"comme", "as", "en", "tant", "par", "by", "like", "to", "a", "au", "aux"})
+#: Conjunctions of condition and time: the clause they open asserts nothing ("si aucun préfixe n'est
+#: spécifié, …", "if the path is not specified"); `se` is the `s'` of "s'il".
+_CONDITION = frozenset({"si", "se", "if", "when", "whenever", "unless", "lorsque", "lorsqu", "quand", "tant", "until", "once"})
+#: Adjectives of difficulty or impossibility governing an infinitive of knowing or saying: a hedge that
+#: abstains ("difficile à dire d'après ses notes", "hard to tell whether…").
+_DIFFICULT = ("difficil", "malais", "impossib", "hard", "difficult", "impossible", "tough")
+#: Adjectives of uncertainty: with an indirect question they abstain ("on ne sait pas", "il est incertain
+#: s'il…", "it is unclear whether…").
+_UNCERTAIN = ("unclear", "incertain", "uncertain", "inconnu", "unknown", "obscur", "flou")
+#: Words that open an indirect question (what is not known): si / s'il, combien, quand, où, pourquoi,
+#: comment, quel…, whether, if, how, when, where, why, what, which, who.
+_INDIRECT = frozenset("si se combien quand ou pourquoi comment quel quelle quels quelles lequel laquelle whether if how when where why what which who".split())
+#: Verbs of knowing for the hedges (the infinitive after a word of difficulty).
+_KNOW_INFINITIVES = ("dire", "savoir", "affirm", "tranch", "determin", "precis", "confirm", "estim", "conclu", "say", "tell", "know", "determin", "confirm", "judge")
+#: Verbs whose meaning is "not to be known by", with the speaker as indirect object: "cela m'échappe",
+#: "the date escapes me", "it eludes me" (their own negation, like `ignorer`).
+_ESCAPE_STEMS = ("echapp", "escap", "elud")
 #: Words that carry their own negation (their stem).
 _SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent")
 
@@ -157,7 +213,11 @@ def _subject(words: list[str], at: int) -> str:
             break
     if before[0] in _NOBODY and before[0] not in ("there", "none"):
         return "nobody"  # "rien dans ses fiches ne précise", "aucune de mes notes ne le dit"
+    if before[0] == "ni":
+        return "other"  # "ni la date ni le lieu ne sont précisés": the missing facts are the subject
     for word in reversed(before[-4:]):
+        if word in _SPEAKER_POSSESSIVE and word != before[-1]:
+            return "source"  # "ma documentation ne précise pas", "my files don't say" (no pronoun nearer)
         if word == "on" and "ne" not in words:
             continue  # English `on` is a preposition ("the on-call pay"), French `on` a subject
         if word in _SPEAKER:
@@ -195,13 +255,24 @@ def _frames(words: list[str]) -> bool:
     """Whether one clause (folded words, elisions spelt out) holds a negation in a frame of knowledge."""
     n = len(words)
     for i, word in enumerate(words):
+        if _in_condition(words, i):
+            break  # what follows `si`, `lorsque`, `if`, `when` is a condition, not a statement
         if word == "ne":
             # French `ne ... pas`: the verb between, and a participle or infinitive after the closer
             close = next((j for j in range(i + 1, min(n, i + 6)) if words[j] in _CLOSERS), None)
+            if i == 0 and _is_instruction(words, close):
+                continue  # "Ne mentionnez pas…", "Ne jamais donner…": an imperative or an instruction
             subject = _subject(words, i)
             if close is None:
-                if subject not in ("nobody", "source"):
-                    continue  # "ne ... que" restricts; only "rien ne", "aucune note ne" deny without a closer
+                verb = next((w for w in words[i + 1 : i + 4] if w not in _CLITICS), "")
+                if subject == "speaker" and _lemma(verb) in _BARE_NE and "que" not in words[i + 1 : i + 5]:
+                    # the literary `ne` alone: "je ne saurais dire", "je ne sais si", "je ne puis le dire"
+                    rest = [w for w in words[i + 1 : i + 6] if w not in _CLITICS]
+                    if _judge(words, subject, rest[:1], rest[1:3], words[i + 2 : i + 5]):
+                        return True
+                    continue
+                if subject not in ("nobody", "source") and "ni" not in words[:i]:
+                    continue  # "ne ... que" restricts; only "rien ne", "aucune note ne", "ni… ni… ne" deny without a closer
                 verbs, after, following = words[i + 1 : i + 3], [], words[i + 3 : i + 6]
             else:
                 verbs = [w for w in words[i + 1 : close] if w not in _CLITICS]
@@ -209,20 +280,29 @@ def _frames(words: list[str]) -> bool:
                 following = words[close + 1 : close + 4]
             if _judge(words, subject, verbs, after, following):
                 return True
+            if subject in ("other", "il") and _bare_passive(words, i + 1):
+                return True  # "Le délai n'est pas précisé", "Le thème n'est mentionné nulle part"
             # the speaker as an indirect object of a passive of knowing or stating: "ne m'est pas connu",
             # "ne nous a pas été communiqué", "ne m'est pas précisé par les notes"
             if close is not None and any(w in ("me", "nous") for w in words[i + 1 : close]) and any(_lemma(w) == "etre" for w in [*verbs, *after]):
                 if any(_lemma(w) in ("savoir", "connaitre") or _is_state(w) for w in [*verbs, *after] if _lemma(w) not in ("etre", "avoir")):
                     return True
-        elif word in ("not", "never"):
+        elif word in ("not", "never", "nowhere"):
+            if words[:i] == ["do"] or i == 0:
+                continue  # "Don't mention…", "Never share…": an imperative
             modal = [words[i - 1]] if i and _lemma(words[i - 1]) == "pouvoir" else []
             nxt = [w for w in words[i + 1 : i + 4] if w not in ("to", "the", "a", "any", "be", "been")]
-            if _judge(words, _subject(words, i), [*modal, *nxt], [], words[i + 1 : i + 4], passive=i > 0 and words[i - 1] in ("is", "are", "was", "were")):
+            subject = _subject(words, i)
+            passive = words[i - 1] in ("is", "are", "was", "were") or words[i + 1 : i + 2] == ["been"]
+            if word != "nowhere" and _judge(words, subject, [*modal, *nxt], [], words[i + 1 : i + 4], passive=passive):
                 return True
+            if subject in ("other", "il") and _bare_passive(words, i - 2 if word == "nowhere" and i >= 2 else i - 1):
+                return True  # "The deadline isn't specified", "The fee is mentioned nowhere"
         elif word in ("no", "nothing", "aucun", "aucune", "pas", "without", "sans", "rien"):
             if word == "rien" and "ne" not in words:
-                # a clause without a verb: "Sur son salaire, rien dans les notes", "rien de tel dans ce que j'ai"
-                if _names_sources(words[i:]):
+                # a clause without a verb: "Sur son salaire, rien dans les notes", "rien de tel dans ce que
+                # j'ai", "Rien sur ses loisirs", "Rien à ce sujet"
+                if _names_sources(words[i:]) or (i == 0 and _is_topic(words[1:])):
                     return True
                 continue
             if word == "rien":
@@ -231,6 +311,8 @@ def _frames(words: list[str]) -> bool:
                 continue  # the closer of a `ne ... pas` read above
             subject = _subject(words, i)
             nxt = words[i + 1 : i + 4]
+            if i == 0 and word in ("pas", "not") and _bare_participle(words, 1):
+                return True  # a clause without a verb: "Pas précisé dans ses fiches", "Not specified anywhere"
             # "Aucune information sur...", "pas de précision", "I have no details", "no mention in the notes"
             if subject in ("nobody", "speaker", "source") and any(_is_knowledge(words, k) for k in range(i + 1, min(n, i + 4))):
                 if word not in ("without", "sans") or _names_sources(words):
@@ -251,7 +333,94 @@ def _frames(words: list[str]) -> bool:
                     return True  # "Ses notes restent muettes", "absent des notes", "cette information est inconnue"
         elif word == "non" and i + 1 < n and _is_state(words[i + 1]) and (_names_sources(words) or i == 0 or words[i - 1] in _KNOWLEDGE_NOUNS):
             return True  # "non précisé dans les notes", "information non documentée"
+        elif word in ("nulle", "nowhere") and i == 0 and _names_sources(words):
+            return True  # "Nulle part dans ses notes", "Nowhere in the notes"
+        if word.startswith(_DIFFICULT) and _hedge(words, i + 1):
+            return True  # "Difficile à dire d'après ses notes", "Hard to tell whether…"
+        if word.startswith(_UNCERTAIN) and words[i + 1 : i + 2] and words[i + 1] in _INDIRECT:
+            return True  # "Il est incertain s'il…", "It is unclear whether…"
+        if word in ("clair", "clear", "certain", "sur", "sure", "evident", "obvious") and words[i + 1 : i + 2] and words[i + 1] in _INDIRECT:
+            neg = next((j for j in range(max(0, i - 4), i) if words[j] in ("ne", "not", "pas")), None)
+            if neg is not None and _subject(words, neg) in ("il", "speaker", "nobody"):
+                return True  # "Il n'est pas clair si…", "I am not sure whether…", "It isn't clear when…"
+        if word.startswith(_ESCAPE_STEMS) and ("me" in words[max(0, i - 3) : i] or words[i + 1 : i + 2] == ["me"]):
+            return True  # "Cela m'échappe", "The exact figure escapes me"
     return False
+
+
+def _in_condition(words: list[str], at: int) -> bool:
+    """Whether words[at] opens a clause of condition or time ("si aucun préfixe n'est spécifié", "s'il
+    n'est pas fourni", "if the path is not specified"): `se` is a condition only as the `s'` of "s'il"."""
+    word = words[at]
+    if word not in _CONDITION:
+        return False
+    if word == "se":
+        return words[at + 1 : at + 2] in (["il"], ["ils"])
+    if word == "tant":
+        return words[at + 1 : at + 2] == ["que"]
+    return True
+
+
+def _is_instruction(words: list[str], close: int | None) -> bool:
+    """Whether a clause starting with `ne` is an imperative or an instruction, asserting nothing:
+    "Ne mentionnez pas…", "N'indiquez pas…" (a verb of the second person plural or first plural with no
+    subject), "Ne jamais donner…", "Ne pas préciser…" (the closer straight after `ne`, then an infinitive)."""
+    if close == 1:
+        return True
+    verb = next((w for w in words[1:4] if w not in _CLITICS), "")
+    return verb.endswith(("ez", "ons")) and _lemma(verb) != "etre"
+
+
+def _is_topic(words: list[str]) -> bool:
+    """Whether `words` open with a preposition of topic: "sur", "concernant", "quant à", "au sujet de",
+    "à propos de", "là-dessus", "about", "regarding", "on"."""
+    head = words[:2]
+    return bool(head) and (head[0] in ("sur", "concernant", "quant", "about", "regarding", "on") or head in (["au", "sujet"], ["a", "propos"], ["la", "dessus"], ["a", "ce"]))
+
+
+_AUXILIARY = frozenset("est sont etait etaient ete sera seront serait seraient soit fut a ont avait avaient aura aurait is are was were be been being has have had".split())
+_BE = frozenset("est sont etait etaient ete sera seront serait seraient soit fut is are was were be been being".split())
+_ADVERBS = frozenset("encore toujours vraiment jamais pas plus guere nullement point nulle part aucunement non yet really ever actually still never not nowhere".split())
+
+
+def _bare_passive(words: list[str], start: int) -> bool:
+    """Whether, from `start`, the clause is a negated passive of reporting with no agent: an auxiliary of
+    `être`/`be` (after `avoir`/`have` too), then a participle of `_REPORT_STEMS`, or of
+    `_REPORT_BARE_STEMS` with nothing after it (see their comments)."""
+    seen_be = False
+    for j in range(max(0, start), min(len(words), start + 7)):
+        word = words[j]
+        if word in _CLITICS or word in _ADVERBS or word == "ne":
+            continue
+        if word in _AUXILIARY:
+            seen_be = seen_be or word in _BE
+            continue
+        return seen_be and _bare_participle(words, j)
+    return False
+
+
+def _bare_participle(words: list[str], at: int) -> bool:
+    """Whether words[at] is a participle of reporting that, with what follows it, leaves the sources
+    silent: a strong one unless a predicate or a non-source agent follows, a weak one only when bare."""
+    if at >= len(words):
+        return False
+    word = words[at]
+    tail = [w for w in words[at + 1 :] if w not in _TEXT_ADVERBS and w not in _ADVERBS]
+    if word.startswith(_REPORT_STEMS):
+        return not tail or tail[0] not in _PREDICATIVE or (tail[0] in ("par", "by") and _names_sources(words[at:]))
+    if word.startswith(_REPORT_BARE_STEMS):
+        return not tail or _names_sources(words[at:])
+    return False
+
+
+def _hedge(words: list[str], at: int) -> bool:
+    """Whether, after a word of difficulty at `at - 1`, an infinitive of knowing or saying leaves the
+    question open: "difficile à dire", "difficile de savoir si…", "hard to tell from the notes"."""
+    rest = [w for w in words[at : at + 6] if w not in _CLITICS or w == "a"]
+    if len(rest) < 2 or rest[0] not in ("a", "de", "to") or not rest[1].startswith(_KNOW_INFINITIVES):
+        return False
+    tail = rest[2:]
+    return not tail or tail[0] in _INDIRECT or _names_sources(words[at:]) or tail[0] in ("avec", "with", "exactly", "exactement", "precisement", "for", "pour")
 
 
 def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], following: list[str], passive: bool = False) -> bool:
@@ -262,9 +431,17 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         return False
     head = group[0]
     if subject == "speaker":
-        if _lemma(head) in ("pouvoir", "etre"):
-            # "je ne peux pas vous le dire", "je ne suis pas en mesure / sûr": what follows says what
-            return any(_is_know(w) or _is_state(w) or w in ("mesure", "sur", "courant") for w in group[1:])
+        if _lemma(head) == "pouvoir":
+            # "je ne peux pas vous le dire", "je ne pourrais pas en être sûr": its infinitive says what
+            # (not a noun after it: "nous ne pouvons pas lire vos données")
+            infinitive = [w for w in group[1:3] if w not in _ADVERBS][:2]
+            return bool(infinitive) and (_is_know(infinitive[0]) or _is_state(infinitive[0]) or (_lemma(infinitive[0]) == "etre" and infinitive[1:] in (["sur"], ["certain"], ["sure"])))
+        if _lemma(head) == "etre":
+            # "je ne suis pas sûr", "je ne suis pas en mesure de le confirmer": what follows says what
+            if "mesure" in group[1:3] and "mesure" in words:
+                at = words.index("mesure")
+                return any(_is_know(w) or _is_state(w) for w in words[at + 1 : at + 5] if w not in _CLITICS)
+            return any(_is_know(w) or _is_state(w) or w in ("sur", "courant") for w in group[1:])
         return any(_is_know(w) for w in group[:2])
     if subject in ("source", "nobody"):
         if _lemma(head) == "avoir" and any(w in _KNOWLEDGE_NOUNS for w in following):
