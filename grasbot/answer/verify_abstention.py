@@ -78,7 +78,7 @@ _STATE_STEMS = (
     # ne le nomment pas", "ne le chiffrent pas", "don't name", "don't quantify", "ne recensent pas"
     "nomm", "chiffr", "enumer", "recens", "repertori", "consign", "rapport", "stipul", "explicit", "retrac",
     "revel", "soulign", "attest", "eclair", "ressort", "name", "quantif", "enumerat", "report", "reveal",
-    "disclos", "spell", "clarif",
+    "disclos", "spell", "clarif", "apprenn", "apprend", "inform",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
@@ -146,8 +146,8 @@ _TEXT_ADVERBS = frozenset(
 #: `_names_sources`).
 _PREDICATIVE = frozenset({"comme", "as", "en", "tant", "par", "by", "like", "to", "a", "au", "aux"})
 #: Conjunctions of condition and time: the clause they open asserts nothing ("si aucun préfixe n'est
-#: spécifié, …", "if the path is not specified"); `se` is the `s'` of "s'il".
-_CONDITION = frozenset({"si", "se", "if", "when", "whenever", "unless", "lorsque", "lorsqu", "quand", "tant", "until", "once"})
+#: spécifié, …", "if the path is not specified").
+_CONDITION = frozenset({"si", "if", "when", "whenever", "unless", "lorsque", "lorsqu", "quand", "tant", "until", "once"})
 #: Adjectives of difficulty or impossibility governing an infinitive of knowing or saying: a hedge that
 #: abstains ("difficile à dire d'après ses notes", "hard to tell whether…").
 _DIFFICULT = ("difficil", "malais", "impossib", "hard", "difficult", "impossible", "tough")
@@ -156,15 +156,22 @@ _DIFFICULT = ("difficil", "malais", "impossib", "hard", "difficult", "impossible
 _UNCERTAIN = ("unclear", "incertain", "uncertain", "inconnu", "unknown", "obscur", "flou")
 #: Words that open an indirect question (what is not known): si / s'il, combien, quand, où, pourquoi,
 #: comment, quel…, whether, if, how, when, where, why, what, which, who.
-_INDIRECT = frozenset("si se combien quand ou pourquoi comment quel quelle quels quelles lequel laquelle whether if how when where why what which who".split())
+_INDIRECT = frozenset("si combien quand ou pourquoi comment quel quelle quels quelles lequel laquelle whether if how when where why what which who".split())
 #: Verbs of knowing for the hedges (the infinitive after a word of difficulty).
 _KNOW_INFINITIVES = ("dire", "savoir", "affirm", "tranch", "determin", "precis", "confirm", "estim", "conclu", "say", "tell", "know", "determin", "confirm", "judge")
 #: Verbs whose meaning is "not to be known by", with the speaker as indirect object: "cela m'échappe",
 #: "the date escapes me", "it eludes me" (their own negation, like `ignorer`).
 _ESCAPE_STEMS = ("echapp", "escap", "elud")
+#: Verbs and prepositions of exceeding a boundary: with the sources as the boundary, what is asked lies
+#: outside them ("cela dépasse ce que contiennent ses notes", "sort du cadre de mes notes", "beyond what
+#: my notes cover", "outside the scope of the documents").
+_EXCEED_STEMS = ("depass", "exced", "outrepass", "beyond", "outside", "exceed", "hors")
+_SOURCE_DETERMINERS = frozenset("les mes ses ces nos vos leurs the my our these those his her their".split())
+_EXCEED_WORDS = frozenset({"sort", "sortent", "sortir", "sortait", "sortirait"})  # not "sorted", "sortie"
 #: Words that carry their own negation (their stem).
-_SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent")
+_SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent", "silenc")
 
+_ENGLISH_DETERMINERS = frozenset("the a an this that these those his her its their my our your top behalf".split())
 _TOKEN = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"«[^«»]*»|“[^“”]*”|\"[^\"\n]*\"")
 _CLAUSE_BREAK = re.compile(r"[,;:.!?()\[\]—–]|\b(?:mais|car|but|because|however|pourtant|cependant)\b")
@@ -190,8 +197,11 @@ def _clauses(text: str) -> list[list[str]]:
     out = []
     for clause in _CLAUSE_BREAK.split(folded):
         # elisions read as their full word: n' -> ne, j' -> je, l' -> le, qu' -> que, d' -> de
+        clause = re.sub(r"\bs'(?=ils?\b)", "si ", clause)  # "s'il" is "si il" (not the pronoun `se`)
         clause = re.sub(r"\b([njlmtsdc]|qu)'", lambda m: {"n": "ne ", "j": "je ", "l": "le ", "m": "me ", "t": "te ", "s": "se ", "d": "de ", "c": "ce ", "qu": "que "}[m.group(1)], clause)
         words = _TOKEN.findall(clause)
+        # "faire état de" is to mention ("les notes n'en font pas état"): read its noun as the verb
+        words = ["mention" if w == "etat" and any(v.startswith(("fai", "font", "fer", "fass")) for v in words[max(0, k - 3) : k]) else w for k, w in enumerate(words)]
         if words:
             out.append(words)
     return out
@@ -208,7 +218,7 @@ def _subject(words: list[str], at: int) -> str:
     # a relative clause on a source noun or on `ce`/`what` ("les notes que j'ai sous la main ne disent",
     # "rien dans ce que j'ai ne dit"): its own subject is not the clause's
     for k, word in enumerate(before):
-        if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what")) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER:
+        if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what")) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER and before[k + 2 :]:
             before = before[: k - 1] + (["notes"] if before[k - 1] in ("ce", "what") else [before[k - 1]])
             break
     if before[0] in _NOBODY and before[0] not in ("there", "none"):
@@ -218,7 +228,7 @@ def _subject(words: list[str], at: int) -> str:
     for word in reversed(before[-4:]):
         if word in _SPEAKER_POSSESSIVE and word != before[-1]:
             return "source"  # "ma documentation ne précise pas", "my files don't say" (no pronoun nearer)
-        if word == "on" and "ne" not in words:
+        if word == "on" and "ne" not in words and not (words[0] == "on" and words[1:2] and words[1] not in _ENGLISH_DETERMINERS):
             continue  # English `on` is a preposition ("the on-call pay"), French `on` a subject
         if word in _SPEAKER:
             return "speaker"
@@ -244,6 +254,12 @@ def _names_sources(words: list[str]) -> bool:
         )
         for k, w in enumerate(words)
     )
+
+
+def _points_at_sources(words: list[str]) -> bool:
+    """Whether `words` hold a source noun after a determiner ("mes notes", "the documents", not "the HTML
+    context") or "ce que j'ai / ce que disent…", "what I have"."""
+    return any(w in _SOURCE_NOUNS and k and words[k - 1] in _SOURCE_DETERMINERS for k, w in enumerate(words)) or any(words[k : k + 2] in (["ce", "que"], ["what", "i"], ["what", "my"], ["what", "the"]) for k in range(len(words)))
 
 
 def _is_knowledge(words: list[str], k: int) -> bool:
@@ -288,9 +304,12 @@ def _frames(words: list[str]) -> bool:
                 if any(_lemma(w) in ("savoir", "connaitre") or _is_state(w) for w in [*verbs, *after] if _lemma(w) not in ("etre", "avoir")):
                     return True
         elif word in ("not", "never", "nowhere"):
+            if i == 0 and word == "not" and _bare_participle(words, 1):
+                return True  # a clause without a verb: "Not specified anywhere", "Not documented"
             if words[:i] == ["do"] or i == 0:
                 continue  # "Don't mention…", "Never share…": an imperative
-            modal = [words[i - 1]] if i and _lemma(words[i - 1]) == "pouvoir" else []
+            # the auxiliary before `not` heads the group: "that information is not in my notes"
+            modal = [words[i - 1]] if i and (_lemma(words[i - 1]) == "pouvoir" or words[i - 1] in _BE) else []
             nxt = [w for w in words[i + 1 : i + 4] if w not in ("to", "the", "a", "any", "be", "been")]
             subject = _subject(words, i)
             passive = words[i - 1] in ("is", "are", "was", "were") or words[i + 1 : i + 2] == ["been"]
@@ -314,6 +333,8 @@ def _frames(words: list[str]) -> bool:
             if i == 0 and word in ("pas", "not") and _bare_participle(words, 1):
                 return True  # a clause without a verb: "Pas précisé dans ses fiches", "Not specified anywhere"
             # "Aucune information sur...", "pas de précision", "I have no details", "no mention in the notes"
+            if word in ("without", "sans") and _sans_frame(words, i):
+                return True
             if subject in ("nobody", "speaker", "source") and any(_is_knowledge(words, k) for k in range(i + 1, min(n, i + 4))):
                 if word not in ("without", "sans") or _names_sources(words):
                     return True
@@ -324,8 +345,8 @@ def _frames(words: list[str]) -> bool:
                     return True
         elif word.startswith(_SELF_NEGATIVE):
             subject = _subject(words, i)
-            if subject == "speaker" and word.startswith(("ignor", "manqu", "unsure", "lack", "impossib", "unable")):
-                return True  # "J'ignore si...", "Je manque d'éléments", "I am unable to say"
+            if subject == "speaker" and word.startswith(("ignor", "manqu", "unsure", "lack", "impossib", "unable", "inconn")):
+                return True  # "J'ignore si...", "Je manque d'éléments", "I am unable to say", "…m'est inconnu"
             if word.startswith("impossib") and any(_is_know(w) or _is_state(w) for w in words[i + 1 : i + 5]):
                 return True  # "Il m'est impossible de le dire", "Impossible de savoir d'après ses notes"
             if subject in ("source", "nobody") or _names_sources(words[i:]) or (subject == "il" and any(w in _KNOWLEDGE_NOUNS for w in words[:i])):
@@ -343,19 +364,29 @@ def _frames(words: list[str]) -> bool:
             neg = next((j for j in range(max(0, i - 4), i) if words[j] in ("ne", "not", "pas")), None)
             if neg is not None and _subject(words, neg) in ("il", "speaker", "nobody"):
                 return True  # "Il n'est pas clair si…", "I am not sure whether…", "It isn't clear when…"
+        if (word.startswith(_EXCEED_STEMS) or (word in _EXCEED_WORDS and words[i + 1 : i + 2] in (["du"], ["de"], ["des"]))) and _points_at_sources(words[i + 1 : i + 7]):
+            return True  # "Cela dépasse ce que disent mes notes", "sort du cadre de ses fiches", "beyond my notes"
         if word.startswith(_ESCAPE_STEMS) and ("me" in words[max(0, i - 3) : i] or words[i + 1 : i + 2] == ["me"]):
             return True  # "Cela m'échappe", "The exact figure escapes me"
     return False
 
 
+def _sans_frame(words: list[str], at: int) -> bool:
+    """`sans` / `without` at `at`: "sans que ses notes le disent" (a source or nobody then a verb of stating),
+    "…reste sans réponse dans les notes" (a knowledge noun, the sources named)."""
+    rest = words[at + 1 :]
+    if rest[:1] == ["que"]:
+        sub = rest[1:]
+        return any(_is_state(w) for w in sub[1:5]) and _subject(sub + ["ne"], len(sub[:3])) in ("source", "nobody")
+    return any(_is_knowledge(words, k) for k in range(at + 1, min(len(words), at + 4))) and _names_sources(words)
+
+
 def _in_condition(words: list[str], at: int) -> bool:
     """Whether words[at] opens a clause of condition or time ("si aucun préfixe n'est spécifié", "s'il
-    n'est pas fourni", "if the path is not specified"): `se` is a condition only as the `s'` of "s'il"."""
+    n'est pas fourni", "if the path is not specified")."""
     word = words[at]
     if word not in _CONDITION:
         return False
-    if word == "se":
-        return words[at + 1 : at + 2] in (["il"], ["ils"])
     if word == "tant":
         return words[at + 1 : at + 2] == ["que"]
     return True
@@ -407,7 +438,11 @@ def _bare_participle(words: list[str], at: int) -> bool:
     word = words[at]
     tail = [w for w in words[at + 1 :] if w not in _TEXT_ADVERBS and w not in _ADVERBS]
     if word.startswith(_REPORT_STEMS):
-        return not tail or tail[0] not in _PREDICATIVE or (tail[0] in ("par", "by") and _names_sources(words[at:]))
+        # "…précisée dans le contrat", "…documentée publiquement": a place that is not a source or a manner
+        # completes a predicate of the world; "…précisé dans ses notes", "…par les notes" are the sources
+        if not tail or _names_sources(words[at:]):
+            return True
+        return tail[0] not in _PREDICATIVE and tail[0] not in ("dans", "in", "within", "sur", "on", "selon") and not tail[0].endswith(("ment", "ly"))
     if word.startswith(_REPORT_BARE_STEMS):
         return not tail or _names_sources(words[at:])
     return False
@@ -446,10 +481,19 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
     if subject in ("source", "nobody"):
         if _lemma(head) == "avoir" and any(w in _KNOWLEDGE_NOUNS for w in following):
             return True  # "il n'y a pas d'information", "les notes n'ont aucune précision", "there is no mention"
+        if _lemma(head) == "etre" and group[1:2] and group[1] in ("dans", "in", "within") and _names_sources(words):
+            return True  # "Cette information n'est pas dans mes notes", "That detail isn't in the notes"
         return any(_is_state(w) for w in group[:3])
     if subject == "il":
         # a demonstrative or `il`: a passive of stating ("il n'est pas précisé si", "it is not mentioned"),
-        # or a clause that names the sources ("cela ne figure pas dans ses notes")
+        # or a clause that names the sources ("cela ne figure pas dans ses notes"); not with an agent that
+        # is not a source ("il n'est pas précisé par le client…": the client said nothing, a fact)
+        if _has_agent(words):
+            return False
+        if head.startswith("exist") and any(w in _KNOWLEDGE_NOUNS for w in following):
+            return True  # the impersonal "il n'existe aucune information", like "il n'y a pas"
+        if _lemma(head) == "etre" and "question" in group[1:3] and ("nulle" in words or _names_sources(words)):
+            return True  # "il n'est question nulle part de…", "il n'est pas question de… dans les notes"
         if passive and any(_is_state(w) for w in group[:2]):
             return True
         if _lemma(head) == "etre" and any(_is_state(w) for w in group[1:3]):
@@ -461,12 +505,32 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
     if _names_sources(words):
         if (passive or _lemma(head) == "etre") and any(_is_state(w) for w in group[1:3] if _lemma(w) != "etre"):
             return True
+        if (passive or _lemma(head) == "etre") and group[1:2] and group[1] in ("dans", "in", "within"):
+            return True  # "Son salaire n'est pas dans les notes", "The date is not in my notes"
         if head.startswith(_APPEAR_STEMS) or (passive and any(_is_state(w) for w in group[:2])):
             return True
-    return False
+    # a verb of being recorded with nothing after it: "Sa date de naissance ne figure pas", "…ne figure
+    # nulle part" (`figurer` is to appear in a text or a list; "apparaître" may be on a screen)
+    return head.startswith("figur") and not [w for w in words[words.index(head) + 1 :] if w not in _TEXT_ADVERBS and w not in _ADVERBS]
+
+
+def _has_agent(words: list[str]) -> bool:
+    """Whether the clause names an agent that is not a source: "précisé par le client", "stated by the
+    vendor" (an agent that is a source, "par les notes", is one of `_names_sources`)."""
+    return any(w in ("par", "by") for w in words) and not _names_sources(words)
 
 
 @lru_cache(maxsize=4096)
 def is_abstention(text: str) -> bool:
     """Whether `text` says the notes (or the speaker) do not hold the answer (see the module docstring)."""
-    return any(_frames(words) for words in _clauses(text))
+    clauses = _clauses(text)
+    return any(_frames(words) or (k and _sans_after_source(clauses[k - 1], words)) for k, words in enumerate(clauses))
+
+
+def _sans_after_source(before: list[str], words: list[str]) -> bool:
+    """A clause "sans en préciser…" / "without saying…" after one whose subject is a source: the source
+    names a thing and leaves out its detail ("Ses notes évoquent un stage, sans en préciser la durée")."""
+    if words[:1] not in (["sans"], ["without"]):
+        return False
+    verb = next((w for w in words[1:4] if w not in _CLITICS), "")
+    return _is_state(verb) and _subject(before + ["ne"], min(len(before), 3)) == "source"
