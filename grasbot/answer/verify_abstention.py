@@ -178,6 +178,30 @@ _CLAUSE_BREAK = re.compile(r"[,;:.!?()\[\]—–]|\b(?:mais|car|but|because|howe
 _ENGLISH_CONTRACTIONS = ((re.compile(r"\bcan't\b|\bcannot\b"), "can not"), (re.compile(r"\bwon't\b"), "will not"), (re.compile(r"n't\b"), " not"), (re.compile(r"'m\b"), " am"), (re.compile(r"'s\b"), " is"))
 
 
+_FRENCH_COMPOUND = re.compile(
+    r"\b((?i:notes?|fiches?|documents?|sources?|textes?|extraits?))(\s+(?:de\s+|d['’]))"
+    r"(?!(?i:la|le|les|l|son|sa|ses|mon|ma|mes|ton|ta|tes|notre|nos|votre|vos|leur|leurs|ce|cet|cette|ces|un|une|des)\b)(?=[a-zà-ÿ])"
+)
+_ENGLISH_MARKERS = frozenset("the is are was were do does did not have has".split())
+#: What may stand before an English source noun and keep it the source ("the notes", "my documents",
+#: "the available notes"); another noun before it makes a compound ("the release notes", "meeting notes").
+_BEFORE_SOURCE = frozenset(
+    "the a an my our your his her its their these those this that some any all both no none of in from within "
+    "by on to and or with what which whose few several other same such own each every i we you is".split()
+)
+_ADJECTIVE_ENDINGS = ("ed", "able", "ible", "ant", "ent", "al", "ous", "ive", "ing", "ful", "ic", "ary", "ory", "ish", "less")
+
+
+def _english_compounds(words: list[str]) -> list[str]:
+    """`words` with an English source noun after a noun modifier renamed ("release notes" is not the notes)."""
+    if _ENGLISH_MARKERS.isdisjoint(words):
+        return words
+    return [
+        w + "x" if w in _SOURCE_NOUNS and k and words[k - 1].isalpha() and words[k - 1] not in _BEFORE_SOURCE and not words[k - 1].endswith(_ADJECTIVE_ENDINGS) else w
+        for k, w in enumerate(words)
+    ]
+
+
 def _lemma(word: str) -> str:
     return _LEMMA.get(word, word)
 
@@ -191,6 +215,10 @@ def _is_state(word: str) -> bool:
 
 
 def _clauses(text: str) -> list[list[str]]:
+    # a source noun with a bare noun complement names another thing ("notes de frais", "notes de
+    # version", "fiches de paie"), like "mot de passe": it is read as another word; a proper name or a
+    # determiner after `de` keeps the source ("les notes d'Aurèle", "les notes de ce projet")
+    text = _FRENCH_COMPOUND.sub(lambda m: m.group(1) + "x" + m.group(2), text)
     folded = fold_text(_QUOTED.sub(" ", text)).replace("’", "'").replace("ʼ", "'")
     for pattern, repl in _ENGLISH_CONTRACTIONS:
         folded = pattern.sub(repl, folded)
@@ -203,7 +231,7 @@ def _clauses(text: str) -> list[list[str]]:
         # "faire état de" is to mention ("les notes n'en font pas état"): read its noun as the verb
         words = ["mention" if w == "etat" and any(v.startswith(("fai", "font", "fer", "fass")) for v in words[max(0, k - 3) : k]) else w for k, w in enumerate(words)]
         if words:
-            out.append(words)
+            out.append(_english_compounds(words))
     return out
 
 
@@ -220,6 +248,10 @@ def _subject(words: list[str], at: int) -> str:
     for k, word in enumerate(before):
         if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what")) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER and before[k + 2 :]:
             before = before[: k - 1] + (["notes"] if before[k - 1] in ("ce", "what") else [before[k - 1]])
+            break
+    for k, word in enumerate(before):
+        if word in _SOURCE_NOUNS and before[k + 1 : k + 2] and before[k + 1] in ("i", "we") and before[k + 2 :]:
+            before = before[: k + 1]  # "the documents I have don't say": a relative without `that`
             break
     if before[0] in _NOBODY and before[0] not in ("there", "none"):
         return "nobody"  # "rien dans ses fiches ne précise", "aucune de mes notes ne le dit"
@@ -296,6 +328,9 @@ def _frames(words: list[str]) -> bool:
                 following = words[close + 1 : close + 4]
             if _judge(words, subject, verbs, after, following):
                 return True
+            if close is not None and words[close] in ("rien", "aucun", "aucune") and subject == "nobody" and any(_lemma(w) == "avoir" for w in verbs):
+                if _names_sources(words[close:]) or _is_topic(words[close + 1 :]):
+                    return True  # "Il n'y a rien sur ce sujet", "il n'y a rien dans ses notes"
             if subject in ("other", "il") and _bare_passive(words, i + 1):
                 return True  # "Le délai n'est pas précisé", "Le thème n'est mentionné nulle part"
             # the speaker as an indirect object of a passive of knowing or stating: "ne m'est pas connu",
@@ -317,7 +352,11 @@ def _frames(words: list[str]) -> bool:
                 return True
             if subject in ("other", "il") and _bare_passive(words, i - 2 if word == "nowhere" and i >= 2 else i - 1):
                 return True  # "The deadline isn't specified", "The fee is mentioned nowhere"
-        elif word in ("no", "nothing", "aucun", "aucune", "pas", "without", "sans", "rien"):
+        elif word in ("no", "nothing", "none", "aucun", "aucune", "nul", "nulle", "pas", "without", "sans", "rien"):
+            if word in ("nul", "nulle") and words[i + 1 : i + 2] == ["part"]:
+                if i == 0 and _names_sources(words):
+                    return True  # "Nulle part dans ses notes…"
+                continue  # "nulle part" after a verb: the closer of a `ne`
             if word == "rien" and "ne" not in words:
                 # a clause without a verb: "Sur son salaire, rien dans les notes", "rien de tel dans ce que
                 # j'ai", "Rien sur ses loisirs", "Rien à ce sujet"
@@ -335,7 +374,16 @@ def _frames(words: list[str]) -> bool:
             # "Aucune information sur...", "pas de précision", "I have no details", "no mention in the notes"
             if word in ("without", "sans") and _sans_frame(words, i):
                 return True
+            if word == "none" and words[i + 1 : i + 2] == ["of"] and _points_at_sources(words[i + 2 : i + 5]):
+                return any(_is_state(w) for w in words[i + 3 : i + 7])  # "None of the notes mention it"
+            if subject == "speaker" and i and _lemma(words[i - 1]) == "avoir":
+                return True  # "I have no way of knowing", like "je n'ai aucun moyen de le savoir"
             if subject in ("nobody", "speaker", "source") and any(_is_knowledge(words, k) for k in range(i + 1, min(n, i + 4))):
+                # the knowledge noun as the subject of a verb: the verb decides ("aucune information
+                # n'est précisée", against "aucune mention légale n'est exigée"), and an agent that is
+                # not a source makes a fact ("aucun détail n'a été rendu public par l'entreprise")
+                if _has_agent(words) or "ne" in words[i + 1 :] or _english_verb_after(words, i):
+                    continue
                 if word not in ("without", "sans") or _names_sources(words):
                     return True
             if word == "nothing" and subject in ("nobody", "speaker", "source") and nxt:
@@ -345,6 +393,8 @@ def _frames(words: list[str]) -> bool:
                     return True
         elif word.startswith(_SELF_NEGATIVE):
             subject = _subject(words, i)
+            if word.startswith(("inconn", "unknown")) and words[i + 1 : i + 3] in (["to", "me"], ["de", "moi"], ["to", "us"]):
+                return True  # "The date is unknown to me"
             if subject == "speaker" and word.startswith(("ignor", "manqu", "unsure", "lack", "impossib", "unable", "inconn")):
                 return True  # "J'ignore si...", "Je manque d'éléments", "I am unable to say", "…m'est inconnu"
             if word.startswith("impossib") and any(_is_know(w) or _is_state(w) for w in words[i + 1 : i + 5]):
@@ -354,8 +404,8 @@ def _frames(words: list[str]) -> bool:
                     return True  # "Ses notes restent muettes", "absent des notes", "cette information est inconnue"
         elif word == "non" and i + 1 < n and _is_state(words[i + 1]) and (_names_sources(words) or i == 0 or words[i - 1] in _KNOWLEDGE_NOUNS):
             return True  # "non précisé dans les notes", "information non documentée"
-        elif word in ("nulle", "nowhere") and i == 0 and _names_sources(words):
-            return True  # "Nulle part dans ses notes", "Nowhere in the notes"
+        elif word == "nowhere" and i == 0 and _names_sources(words):
+            return True  # "Nowhere in the notes"
         if word.startswith(_DIFFICULT) and _hedge(words, i + 1):
             return True  # "Difficile à dire d'après ses notes", "Hard to tell whether…"
         if word.startswith(_UNCERTAIN) and words[i + 1 : i + 2] and words[i + 1] in _INDIRECT:
@@ -410,6 +460,7 @@ def _is_topic(words: list[str]) -> bool:
 
 
 _AUXILIARY = frozenset("est sont etait etaient ete sera seront serait seraient soit fut a ont avait avaient aura aurait is are was were be been being has have had".split())
+_ENGLISH_AUX = frozenset("is are was were be been being has have had".split())
 _BE = frozenset("est sont etait etaient ete sera seront serait seraient soit fut is are was were be been being".split())
 _ADVERBS = frozenset("encore toujours vraiment jamais pas plus guere nullement point nulle part aucunement non yet really ever actually still never not nowhere".split())
 
@@ -455,7 +506,7 @@ def _hedge(words: list[str], at: int) -> bool:
     if len(rest) < 2 or rest[0] not in ("a", "de", "to") or not rest[1].startswith(_KNOW_INFINITIVES):
         return False
     tail = rest[2:]
-    return not tail or tail[0] in _INDIRECT or _names_sources(words[at:]) or tail[0] in ("avec", "with", "exactly", "exactement", "precisement", "for", "pour")
+    return not tail or tail[0] in _INDIRECT or _names_sources(words[at:]) or tail[0] in ("plus", "davantage", "more", "exactly", "exactement", "precisement", "for", "pour", "avec", "with")
 
 
 def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], following: list[str], passive: bool = False) -> bool:
@@ -469,8 +520,8 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         if _lemma(head) == "pouvoir":
             # "je ne peux pas vous le dire", "je ne pourrais pas en être sûr": its infinitive says what
             # (not a noun after it: "nous ne pouvons pas lire vos données")
-            infinitive = [w for w in group[1:3] if w not in _ADVERBS][:2]
-            return bool(infinitive) and (_is_know(infinitive[0]) or _is_state(infinitive[0]) or (_lemma(infinitive[0]) == "etre" and infinitive[1:] in (["sur"], ["certain"], ["sure"])))
+            infinitive = [w for w in group[1:4] if w not in _ADVERBS][:2]
+            return bool(infinitive) and (_is_know(infinitive[0]) or _is_state(infinitive[0]) or (_lemma(infinitive[0]) == "etre" and infinitive[1:] in (["sur"], ["certain"], ["sure"], ["precis"], ["affirmatif"], ["formel"], ["categorique"], ["specific"], ["precise"])))
         if _lemma(head) == "etre":
             # "je ne suis pas sûr", "je ne suis pas en mesure de le confirmer": what follows says what
             if "mesure" in group[1:3] and "mesure" in words:
@@ -514,6 +565,13 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
     return head.startswith("figur") and not [w for w in words[words.index(head) + 1 :] if w not in _TEXT_ADVERBS and w not in _ADVERBS]
 
 
+def _english_verb_after(words: list[str], at: int) -> bool:
+    """Whether an English auxiliary follows the negated noun at `at` with no verb of stating after it:
+    "No technical details were made public" (a verb of the world), not "No details are given"."""
+    aux = next((j for j in range(at + 2, min(len(words), at + 6)) if words[j] in _ENGLISH_AUX), None)
+    return aux is not None and not any(_is_state(w) for w in words[aux + 1 : aux + 3])
+
+
 def _has_agent(words: list[str]) -> bool:
     """Whether the clause names an agent that is not a source: "précisé par le client", "stated by the
     vendor" (an agent that is a source, "par les notes", is one of `_names_sources`)."""
@@ -524,7 +582,16 @@ def _has_agent(words: list[str]) -> bool:
 def is_abstention(text: str) -> bool:
     """Whether `text` says the notes (or the speaker) do not hold the answer (see the module docstring)."""
     clauses = _clauses(text)
-    return any(_frames(words) or (k and _sans_after_source(clauses[k - 1], words)) for k, words in enumerate(clauses))
+    return any(
+        _frames(words) or (k and (_sans_after_source(clauses[k - 1], words) or _nothing_after_topic(clauses[k - 1], words)))
+        for k, words in enumerate(clauses)
+    )
+
+
+def _nothing_after_topic(before: list[str], words: list[str]) -> bool:
+    """A clause that is only "rien" / "nothing" after one that names a topic: "Sur ce point, rien.",
+    "Quant à son salaire : rien", "About his salary, nothing"."""
+    return words in (["rien"], ["nothing"], ["rien", "du", "tout"], ["nothing", "at", "all"]) and _is_topic(before)
 
 
 def _sans_after_source(before: list[str], words: list[str]) -> bool:
