@@ -79,6 +79,9 @@ _STATE_STEMS = (
     "nomm", "chiffr", "enumer", "recens", "repertori", "consign", "rapport", "stipul", "explicit", "retrac",
     "revel", "soulign", "attest", "eclair", "ressort", "name", "quantif", "enumerat", "report", "reveal",
     "disclos", "spell", "clarif", "apprenn", "apprend", "inform",
+    # verbs of asserting and vouching ("je ne peux pas le garantir", "can't vouch for it") and of
+    # dwelling on a topic ("ne s'attardent pas sur", "ne s'étendent pas sur", "don't elaborate")
+    "garant", "certifi", "assur", "prononc", "guarant", "vouch", "attard", "etend", "appesant", "dwell", "elaborat",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
@@ -169,7 +172,9 @@ _EXCEED_STEMS = ("depass", "exced", "outrepass", "beyond", "outside", "exceed", 
 _SOURCE_DETERMINERS = frozenset("les mes ses ces nos vos leurs the my our these those his her their".split())
 _EXCEED_WORDS = frozenset({"sort", "sortent", "sortir", "sortait", "sortirait"})  # not "sorted", "sortie"
 #: Words that carry their own negation (their stem).
-_SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent", "silenc")
+_SELF_NEGATIVE = ("ignor", "manqu", "absen", "muet", "inconn", "impossib", "indisponib", "unknown", "unable", "unclear", "unsure", "lack", "missing", "silent", "silenc",
+                  # adjectives of vagueness, with a source as subject: "les notes restent vagues sur…"
+                  "vague", "imprecis", "evasi", "laconi", "sketchy")
 
 _ENGLISH_DETERMINERS = frozenset("the a an this that these those his her its their my our your top behalf".split())
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -278,7 +283,7 @@ def _subject(words: list[str], at: int) -> str:
 def _names_sources(words: list[str]) -> bool:
     """Whether the clause points at the sources: "dans ses notes", "in the notes", "d'après le contexte"."""
     return any(
-        w in ("dans", "in", "from", "selon", "apres", "within", "par", "by")
+        w in ("dans", "in", "from", "selon", "apres", "within", "par", "by", "partir", "according", "based", "vu")
         and (
             any(v in _SOURCE_NOUNS for v in words[k + 1 : k + 4])
             # "dans ce que j'ai", "dans ce dont je dispose", "in what I have"
@@ -313,13 +318,14 @@ def _frames(words: list[str]) -> bool:
             subject = _subject(words, i)
             if close is None:
                 verb = next((w for w in words[i + 1 : i + 4] if w not in _CLITICS), "")
-                if subject == "speaker" and _lemma(verb) in _BARE_NE and "que" not in words[i + 1 : i + 5]:
+                after_verb = [w for w in words[words.index(verb, i) + 1 :] if w not in _CLITICS][:1] if verb else []
+                if subject == "speaker" and _lemma(verb) in _BARE_NE and after_verb != ["que"]:
                     # the literary `ne` alone: "je ne saurais dire", "je ne sais si", "je ne puis le dire"
                     rest = [w for w in words[i + 1 : i + 6] if w not in _CLITICS]
                     if _judge(words, subject, rest[:1], rest[1:3], words[i + 2 : i + 5]):
                         return True
                     continue
-                if subject not in ("nobody", "source") and "ni" not in words[:i]:
+                if subject not in ("nobody", "source") and "ni" not in words[:i] and "nulle" not in words[:i]:
                     continue  # "ne ... que" restricts; only "rien ne", "aucune note ne", "ni… ni… ne" deny without a closer
                 verbs, after, following = words[i + 1 : i + 3], [], words[i + 3 : i + 6]
             else:
@@ -336,7 +342,10 @@ def _frames(words: list[str]) -> bool:
             # the speaker as an indirect object of a passive of knowing or stating: "ne m'est pas connu",
             # "ne nous a pas été communiqué", "ne m'est pas précisé par les notes"
             if close is not None and any(w in ("me", "nous") for w in words[i + 1 : close]) and any(_lemma(w) == "etre" for w in [*verbs, *after]):
-                if any(_lemma(w) in ("savoir", "connaitre") or _is_state(w) for w in [*verbs, *after] if _lemma(w) not in ("etre", "avoir")):
+                # (a verb of access only when the subject is knowledge: "cette information ne m'est pas
+                # accessible", against "vos données ne nous sont jamais accessibles")
+                knowledge_subject = any(w in _KNOWLEDGE_NOUNS for w in words[:i])
+                if any(_lemma(w) in ("savoir", "connaitre") or _is_state(w) or (knowledge_subject and _is_know(w)) for w in [*verbs, *after] if _lemma(w) not in ("etre", "avoir")):
                     return True
         elif word in ("not", "never", "nowhere"):
             if i == 0 and word == "not" and _bare_participle(words, 1):
@@ -524,8 +533,9 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
             return bool(infinitive) and (_is_know(infinitive[0]) or _is_state(infinitive[0]) or (_lemma(infinitive[0]) == "etre" and infinitive[1:] in (["sur"], ["certain"], ["sure"], ["precis"], ["affirmatif"], ["formel"], ["categorique"], ["specific"], ["precise"])))
         if _lemma(head) == "etre":
             # "je ne suis pas sûr", "je ne suis pas en mesure de le confirmer": what follows says what
-            if "mesure" in group[1:3] and "mesure" in words:
-                at = words.index("mesure")
+            ability = next((w for w in group[1:3] if w in ("mesure", "capable", "able")), None)
+            if ability is not None and ability in words:
+                at = words.index(ability)
                 return any(_is_know(w) or _is_state(w) for w in words[at + 1 : at + 5] if w not in _CLITICS)
             return any(_is_know(w) or _is_state(w) or w in ("sur", "courant") for w in group[1:])
         return any(_is_know(w) for w in group[:2])
@@ -539,8 +549,8 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         # a demonstrative or `il`: a passive of stating ("il n'est pas précisé si", "it is not mentioned"),
         # or a clause that names the sources ("cela ne figure pas dans ses notes"); not with an agent that
         # is not a source ("il n'est pas précisé par le client…": the client said nothing, a fact)
-        if _has_agent(words):
-            return False
+        if _has_agent(words) or any(w in ("comme", "as") for w in words):
+            return False  # an agent, or a predicate: "ce n'est pas documenté comme une API stable"
         if head.startswith("exist") and any(w in _KNOWLEDGE_NOUNS for w in following):
             return True  # the impersonal "il n'existe aucune information", like "il n'y a pas"
         if _lemma(head) == "etre" and "question" in group[1:3] and ("nulle" in words or _names_sources(words)):
