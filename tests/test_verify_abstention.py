@@ -68,6 +68,7 @@ def test_the_literary_ne_alone_with_savoir_or_pouvoir() -> None:
             "Je ne sais si elle expose encore.",
             "Je ne puis vous répondre sur ce point.",
             "Je ne pourrais vous le garantir.",
+            "Je n'oserais l'affirmer.",
         ],
         ["Je ne peux que vous conseiller son atelier.", "Elle ne sait que trop bien tourner le grès."],
     )
@@ -115,6 +116,9 @@ def test_the_sources_as_subject_with_any_verb_of_stating() -> None:
             "Ses notes ne m'apprennent rien sur ses expositions.",
             "The documents I have don't specify the fee.",
             "None of the notes mention her prices.",
+            "Les fiches n'en font aucune mention.",  # the light verb `faire` governs its noun of stating
+            "Le dossier que j'ai ne précise pas la date.",  # what the speaker has is a source
+            "Ses notes ne touchent pas à ce sujet.",  # a verb of aboutness with a source as subject
         ],
         [
             "Les notes de frais ne précisent pas le montant.",  # a compound: another thing
@@ -122,6 +126,8 @@ def test_the_sources_as_subject_with_any_verb_of_stating() -> None:
             "The release notes don't mention this fix.",
             "Le contrat ne précise pas la durée de l'essai.",  # a subject that is not a source
             "Elle ne mentionne jamais ses tarifs par écrit.",
+            "Rien ne protège les données des visiteurs.",  # a full verb: its object is no participle
+            "La réforme ne concerne pas les ateliers.",  # aboutness of the world
         ],
     )
 
@@ -160,6 +166,7 @@ def test_impersonal_existential_and_exceeding_frames() -> None:
             "Il n'existe aucune information sur ses élèves.",
             "Il n'est question nulle part de ses tarifs.",
             "Il n'y a rien sur ce sujet dans les fiches.",
+            "Il n'y a pas un mot sur ses cours.",
             "Son adresse n'est pas dans les notes.",
             "That detail isn't in my notes.",
             "Cette question dépasse ce que contiennent mes fiches.",
@@ -179,8 +186,16 @@ def test_impersonal_existential_and_exceeding_frames() -> None:
 
 def test_the_speakers_ability_is_about_knowing_only() -> None:
     check(
-        ["Je ne suis pas capable de vous le dire.", "Je ne peux pas être plus précis.", "I have no way of knowing.", "I'm not able to tell you that."],
-        ["Nous ne pouvons pas lire vos données.", "Nous ne sommes pas en mesure de récupérer votre mot de passe."],
+        [
+            "Je ne suis pas capable de vous le dire.",
+            "Je ne peux pas être plus précis.",
+            "Je n'arrive pas à trouver sa date de naissance.",
+            "I have no way of knowing.",
+            "I'm not able to tell you that.",
+            "I'm not in a position to say.",
+            "I wouldn't be able to tell you.",
+        ],
+        ["Nous ne pouvons pas lire vos données.", "Nous ne sommes pas en mesure de récupérer votre mot de passe.", "Il n'y a pas de mot de passe sur le poste."],
     )
 
 

@@ -102,6 +102,11 @@ _IRREGULAR = {
     "contenir": "contient contiennent contenait contenaient contiendrait contenu contenir",
     "apparaitre": "apparait apparaissent apparaissait apparu apparaitre appear appears appeared",
     "aller": "va vont allait allaient iront go goes went",
+    "faire": "fais fait faisons faites font faisait faisaient fera ferait feraient faire make makes made",
+    "arriver": "arrive arrives arrivons arrivez arrivent arrivais arrivait arriverais arriverait arriver manage manages managed",
+    "parvenir": "parviens parvient parvenons parviennent parvenais parvenait parviendrais parviendrait parvenu parvenir",
+    "reussir": "reussis reussit reussissons reussissent reussissais reussissait reussirais reussirait reussi reussir",
+    "oser": "ose oses osons osez osent osais osait oserai oserais oserait oser dare",
     "permettre": "permet permettent permettait permettaient permettrait permis permettre allow allows",
 }
 _LEMMA = {form: lemma for lemma, forms in _IRREGULAR.items() for form in forms.split()}
@@ -126,7 +131,7 @@ _STATE_STEMS = (
     "disclos", "spell", "clarif", "apprenn", "apprend", "inform",
     # verbs of asserting and vouching ("je ne peux pas le garantir", "can't vouch for it") and of
     # dwelling on a topic ("ne s'attardent pas sur", "ne s'étendent pas sur", "don't elaborate")
-    "garant", "certifi", "assur", "prononc", "guarant", "vouch", "attard", "etend", "appesant", "dwell", "elaborat",
+    "allusion", "garant", "certifi", "assur", "prononc", "guarant", "vouch", "attard", "etend", "appesant", "dwell", "elaborat",
 )
 #: Nouns of what an answer knows from (a subject that is a source: frame 2).
 _SOURCE_NOUNS = frozenset(
@@ -141,7 +146,7 @@ _SPEAKER_POSSESSIVE = frozenset({"mes", "ma", "mon", "nos", "notre", "my", "our"
 _KNOWLEDGE_NOUNS = frozenset(
     "information informations info infos mention mentions precision precisions indication indications detail "
     "details trace traces element elements reponse reponses renseignement renseignements reference "
-    "references answer answers record records idee idea".split()
+    "references answer answers record records idee idea allusion allusions".split()
 )
 #: Words of what is absent only after a bare negation ("pas un mot là-dessus", "not a word about"): as a
 #: subject they are things of the world ("les mots-clés ne peuvent pas contenir d'espaces").
@@ -164,8 +169,9 @@ _CLITICS = frozenset({"le", "la", "les", "l", "en", "y", "lui", "leur", "me", "m
 _CLOSERS = frozenset({"pas", "rien", "aucun", "aucune", "jamais", "plus", "guere", "nullement", "point", "nulle", "ni", "aucunement", "personne"})
 #: The French verbs that may be negated by `ne` alone in the literary register (the grammars' `ne`
 #: explétif-free negation with savoir, pouvoir, oser, cesser): "je ne saurais dire", "je ne sais si".
-#: Of them only the two of knowing and ability make a frame of knowledge.
-_BARE_NE = frozenset({"savoir", "pouvoir"})
+#: Of them savoir makes a frame of knowledge, pouvoir and oser one of ability when a verb of knowing or
+#: stating follows ("je n'oserais l'affirmer").
+_BARE_NE = frozenset({"savoir", "pouvoir", "oser"})
 #: Verbs of reporting proper (verba dicendi and verbs of recording: saying, stating, specifying,
 #: mentioning, documenting, detailing, describing, explaining, quantifying). Their negated passive
 #: without an agent ("X n'est pas précisé", "X is not stated anywhere") reports what a text leaves out:
@@ -210,6 +216,10 @@ _KNOW_INFINITIVES = ("dire", "savoir", "affirm", "tranch", "determin", "precis",
 #: Verbs whose meaning is "not to be known by", with the speaker as indirect object: "cela m'échappe",
 #: "the date escapes me", "it eludes me" (their own negation, like `ignorer`).
 _ESCAPE_STEMS = ("echapp", "escap", "elud")
+#: Verbs of aboutness (concerner, porter sur, toucher à, concern, relate to): a verb of the topic of a text
+#: only when the text is the subject or is named ("Rien dans ce que j'ai ne concerne…"); otherwise of the
+#: world ("la réforme ne concerne pas les mineurs").
+_TOPIC_STEMS = ("concern", "porte", "portent", "touch", "relat")
 #: Verbs and prepositions of exceeding a boundary: with the sources as the boundary, what is asked lies
 #: outside them ("cela dépasse ce que contiennent ses notes", "sort du cadre de mes notes", "beyond what
 #: my notes cover", "outside the scope of the documents").
@@ -296,8 +306,10 @@ def _subject(words: list[str], at: int) -> str:
     # a relative clause on a source noun or on `ce`/`what` ("les notes que j'ai sous la main ne disent",
     # "rien dans ce que j'ai ne dit"): its own subject is not the clause's
     for k, word in enumerate(before):
-        if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what")) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER and before[k + 2 :]:
-            before = before[: k - 1] + (["notes"] if before[k - 1] in ("ce", "what") else [before[k - 1]])
+        held = before[k + 2 :] and (_is_know(before[k + 2]) or before[k + 2].startswith(("consult", "lu", "read", "recu", "receiv")))
+        if word in _RELATIVE and k and (before[k - 1] in _SOURCE_NOUNS or before[k - 1] in ("ce", "what") or held) and before[k + 1 : k + 2] and before[k + 1] in _SPEAKER and before[k + 2 :]:
+            # what the speaker has or consults is its source: "le dossier que j'ai", "ce que j'ai lu"
+            before = before[: k - 1] + (["notes"] if before[k - 1] in ("ce", "what") or held else [before[k - 1]])
             break
     for k, word in enumerate(before):
         if word in _SOURCE_NOUNS and before[k + 1 : k + 2] and before[k + 1] in ("i", "we") and before[k + 2 :]:
@@ -375,7 +387,9 @@ def _frames(words: list[str]) -> bool:
                 verbs, after, following = words[i + 1 : i + 3], [], words[i + 3 : i + 6]
             else:
                 verbs = [w for w in words[i + 1 : close] if w not in _CLITICS]
-                after = [w for w in words[close + 1 : close + 4] if w not in _CLITICS and w not in ("de", "a", "que")]
+                after = [w for w in words[close + 1 : close + 5] if w not in _CLITICS and w not in ("de", "a", "que", "part")][:3]
+                if verbs and _lemma(verbs[-1]) not in _GOVERNING and verbs[-1] not in _AUXILIARY:
+                    after = []  # a full verb: what follows is its object ("ne préserve pas les données"), not a participle
                 following = words[close + 1 : close + 4]
             if _judge(words, subject, verbs, after, following):
                 return True
@@ -401,7 +415,7 @@ def _frames(words: list[str]) -> bool:
                 continue  # "Don't mention…", "Never share…": an imperative
             # the auxiliary before `not` heads the group: "that information is not in my notes"
             modal = [words[i - 1]] if i and (_lemma(words[i - 1]) == "pouvoir" or words[i - 1] in _BE) else []
-            nxt = [w for w in words[i + 1 : i + 4] if w not in ("to", "the", "a", "any", "be", "been")]
+            nxt = [w for w in words[i + 1 : i + 6] if w not in ("to", "the", "a", "any", "be", "been")][:3]
             subject = _subject(words, i)
             passive = words[i - 1] in ("is", "are", "was", "were") or words[i + 1 : i + 2] == ["been"]
             if word != "nowhere" and _judge(words, subject, [*modal, *nxt], [], words[i + 1 : i + 4], passive=passive):
@@ -416,7 +430,7 @@ def _frames(words: list[str]) -> bool:
             if word == "rien" and "ne" not in words:
                 # a clause without a verb: "Sur son salaire, rien dans les notes", "rien de tel dans ce que
                 # j'ai", "Rien sur ses loisirs", "Rien à ce sujet"
-                if _names_sources(words[i:]) or (i == 0 and _is_topic(words[1:])):
+                if _names_sources(words[i:]) or (i == 0 and (_is_topic(words[1:]) or (words[1:2] == ["de"] and _is_topic(words[3:])))):
                     return True
                 continue
             if word == "rien":
@@ -513,9 +527,14 @@ def _is_topic(words: list[str]) -> bool:
     return bool(head) and (head[0] in ("sur", "concernant", "quant", "about", "regarding", "on") or head in (["au", "sujet"], ["a", "propos"], ["la", "dessus"], ["a", "ce"]))
 
 
-_AUXILIARY = frozenset("est sont etait etaient ete sera seront serait seraient soit fut a ont avait avaient aura aurait is are was were be been being has have had".split())
-_ENGLISH_AUX = frozenset("is are was were be been being has have had".split())
-_BE = frozenset("est sont etait etaient ete sera seront serait seraient soit fut is are was were be been being".split())
+#: Verbs whose participle, infinitive or noun of stating comes after the closer: the auxiliaries, the
+#: modals and verbs of managing, the light verb `faire` ("faire mention", "faire état"), and the verbs that
+#: govern an infinitive ("n'a pas précisé", "ne peut pas dire", "n'arrive pas à trouver", "ne permet pas
+#: de dire", "n'en font aucune mention").
+_GOVERNING = frozenset({"etre", "avoir", "pouvoir", "savoir", "oser", "aller", "permettre", "vouloir", "devoir", "sembler", "faire", "arriver", "parvenir", "reussir"})
+_AUXILIARY = frozenset("est sont etait etaient ete sera seront serait seraient soit fut a ont avait avaient aura aurait am is are was were be been being has have had".split())
+_ENGLISH_AUX = frozenset("am is are was were be been being has have had".split())
+_BE = frozenset("est sont etait etaient ete sera seront serait seraient soit fut am is are was were be been being".split())
 _ADVERBS = frozenset("encore toujours vraiment jamais pas plus guere nullement point nulle part aucunement non yet really ever actually still never not nowhere".split())
 
 
@@ -542,14 +561,18 @@ def _bare_participle(words: list[str], at: int) -> bool:
         return False
     word = words[at]
     tail = [w for w in words[at + 1 :] if w not in _TEXT_ADVERBS and w not in _ADVERBS]
+    if _names_sources(words[at:]) or (tail and tail[0] in _INDIRECT | {"que", "that"}):
+        return word.startswith(_REPORT_STEMS) or word.startswith(_REPORT_BARE_STEMS)  # "…précisé dans ses notes", "il n'est pas dit si…"
+    if word.startswith(("indiqu", "indicat")) and tail and tail[0] in ("pour", "for"):
+        return False  # "indiqué pour", "indicated for": recommended for, a fact of the world
     if word.startswith(_REPORT_STEMS):
         # "…précisée dans le contrat", "…documentée publiquement": a place that is not a source or a manner
-        # completes a predicate of the world; "…précisé dans ses notes", "…par les notes" are the sources
-        if not tail or _names_sources(words[at:]):
+        # completes a predicate of the world
+        if not tail:
             return True
         return tail[0] not in _PREDICATIVE and tail[0] not in ("dans", "in", "within", "sur", "on", "selon") and not tail[0].endswith(("ment", "ly"))
     if word.startswith(_REPORT_BARE_STEMS):
-        return not tail or _names_sources(words[at:])
+        return not tail
     return False
 
 
@@ -557,6 +580,8 @@ def _hedge(words: list[str], at: int) -> bool:
     """Whether, after a word of difficulty at `at - 1`, an infinitive of knowing or saying leaves the
     question open: "difficile à dire", "difficile de savoir si…", "hard to tell from the notes"."""
     rest = [w for w in words[at : at + 6] if w not in _CLITICS or w == "a"]
+    if len(rest) >= 3 and rest[0] in ("de", "to") and rest[1] in ("etre", "be") and any(w in ("precis", "precise", "sur", "sure", "certain", "affirmatif", "specific") for w in rest[2:4]):
+        return True  # "Difficile d'être plus précis", "hard to be sure"
     if len(rest) < 2 or rest[0] not in ("a", "de", "to") or not rest[1].startswith(_KNOW_INFINITIVES):
         return False
     tail = rest[2:]
@@ -571,22 +596,25 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         return False
     head = group[0]
     if subject == "speaker":
-        if _lemma(head) == "pouvoir":
+        if _lemma(head) in ("pouvoir", "oser"):
             # "je ne peux pas vous le dire", "je ne pourrais pas en être sûr": its infinitive says what
             # (not a noun after it: "nous ne pouvons pas lire vos données")
             infinitive = [w for w in group[1:4] if w not in _ADVERBS][:2]
             return bool(infinitive) and (_is_know(infinitive[0]) or _is_state(infinitive[0]) or (_lemma(infinitive[0]) == "etre" and infinitive[1:] in (["sur"], ["certain"], ["sure"], ["precis"], ["affirmatif"], ["formel"], ["categorique"], ["specific"], ["precise"])))
         if _lemma(head) == "etre":
             # "je ne suis pas sûr", "je ne suis pas en mesure de le confirmer": what follows says what
-            ability = next((w for w in group[1:3] if w in ("mesure", "capable", "able")), None)
+            ability = next((w for w in group[1:4] if w in ("mesure", "capable", "able", "position")), None)
             if ability is not None and ability in words:
                 at = words.index(ability)
                 return any(_is_know(w) or _is_state(w) for w in words[at + 1 : at + 5] if w not in _CLITICS)
             return any(_is_know(w) or _is_state(w) or w in ("sur", "courant") for w in group[1:])
         return any(_is_know(w) for w in group[:2])
     if subject in ("source", "nobody"):
-        if _lemma(head) == "avoir" and any(w in _KNOWLEDGE_NOUNS for w in following):
+        absent = [k for k, w in enumerate(words) if w in _ABSENT_WORDS and w in following]
+        if _lemma(head) == "avoir" and (any(w in _KNOWLEDGE_NOUNS for w in following) or any(_is_knowledge(words, k) for k in absent)):
             return True  # "il n'y a pas d'information", "les notes n'ont aucune précision", "there is no mention"
+        if head.startswith(_TOPIC_STEMS) and (subject == "source" or _names_sources(words)):
+            return True  # "Rien dans ce que j'ai ne concerne ce sujet", "ses notes ne touchent pas à…"
         if _lemma(head) == "etre" and group[1:2] and group[1] in ("dans", "in", "within") and _names_sources(words):
             return True  # "Cette information n'est pas dans mes notes", "That detail isn't in the notes"
         return any(_is_state(w) for w in group[:3])
@@ -594,10 +622,10 @@ def _judge(words: list[str], subject: str, verbs: list[str], after: list[str], f
         # a demonstrative or `il`: a passive of stating ("il n'est pas précisé si", "it is not mentioned"),
         # or a clause that names the sources ("cela ne figure pas dans ses notes"); not with an agent that
         # is not a source ("il n'est pas précisé par le client…": the client said nothing, a fact)
-        if _has_agent(words) or any(w in ("comme", "as") for w in words):
-            return False  # an agent, or a predicate: "ce n'est pas documenté comme une API stable"
-        if head.startswith("exist") and any(w in _KNOWLEDGE_NOUNS for w in following):
+        if head.startswith("exist") and any(w in _KNOWLEDGE_NOUNS for w in following) and not _has_agent(words):
             return True  # the impersonal "il n'existe aucune information", like "il n'y a pas"
+        if _has_agent(words) or any(w in ("comme", "as") for w in words) or _world_complement(words, group):
+            return False  # an agent, or a predicate: "ce n'est pas documenté comme une API stable"
         if _lemma(head) == "etre" and "question" in group[1:3] and ("nulle" in words or _names_sources(words)):
             return True  # "il n'est question nulle part de…", "il n'est pas question de… dans les notes"
         if passive and any(_is_state(w) for w in group[:2]):
@@ -625,6 +653,13 @@ def _english_verb_after(words: list[str], at: int) -> bool:
     "No technical details were made public" (a verb of the world), not "No details are given"."""
     aux = next((j for j in range(at + 2, min(len(words), at + 6)) if words[j] in _ENGLISH_AUX), None)
     return aux is not None and not any(_is_state(w) for w in words[aux + 1 : aux + 3])
+
+
+def _world_complement(words: list[str], group: list[str]) -> bool:
+    """Whether the participle of reporting in `group` is completed as a predicate of the world (the same
+    reading as `_bare_participle`): "it is not indicated for beginners", "ce n'est pas indiqué sur le site"."""
+    part = next((w for w in group[1:3] if w.startswith(_REPORT_STEMS) or w.startswith(_REPORT_BARE_STEMS)), None)
+    return part is not None and part in words and not _bare_participle(words, words.index(part))
 
 
 def _has_agent(words: list[str]) -> bool:
