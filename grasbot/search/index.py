@@ -42,6 +42,11 @@ is the same family of signals, reworked where the original was known to fail):
   from a name (title, alias, slug) that five times as many notes hold is looked for as that name too
   (`cliper` stems to `clip`, a word of one note, where the vault names `clipper`; `stats["respelled"]`):
   the name ranks as a confident correction, the word as typed as an unconfident one, no evidence added.
+- **Word families** (`grasbot.search.lexicon.family`): another form of a question word that the French
+  stemmer leaves apart (`financier` stems to `financi`, `financière` to `financier`, `finance` to
+  `financ`; `vidéo` to `video`, `vidéos` to `videos`) and the vault holds ranks as that word at
+  `lexicon.FAMILY_WEIGHT` and is evidence like a synonym, but only beyond what the word as typed counts in
+  the same note (`_beside_original`): a note holding both forms scores the better one, not their sum.
 - **grounded**: the evidence of the best direct note, its BM25F score as a share of the score of an ideal
   note holding every question token strongly, must reach `GROUND_EVIDENCE`. Each token weighs its IDF and
   tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?" sharing `temps` with a
@@ -862,6 +867,7 @@ class SearchIndex:
         self._floor: float | None = None  # the least priority/MOC bonus of any note, until a change
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections: dict[tuple[str, str], _spelling.Correction | None] = {}  # reset on change
+        self._families: dict[str, list[str]] = {}  # question token -> its family in the vocabulary, until a change
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -1445,6 +1451,7 @@ class SearchIndex:
         self._wcache = {}
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
+        self._families = {}
         self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
         self._floor = None
         self._stale = False
@@ -1607,6 +1614,17 @@ class SearchIndex:
         for e in _lexicon.expand(originals, vocab, keep=common):
             if soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))[2] == e.source and len(e.sources) > 1:
                 also_for[e.term] = e.sources[1:]
+        # Another form of a question word the stemmer leaves apart (`financier` / `financ` of `finance`,
+        # `video` / `videos`): the same word, ranked at FAMILY_WEIGHT, never on top of the word as typed
+        # in a note that holds both (`_beside_original`).
+        family_of: dict[str, int] = {}  # family term -> the term id of the question word it is a form of
+        for t in originals:
+            if t not in common:
+                for other in self._family(t):
+                    if other not in soft:  # a correction or a synonym of the table comes first
+                        soft[other] = (_lexicon.FAMILY_WEIGHT, EXPANSION_EVIDENCE, t)
+                        if t in vocab:
+                            family_of[other] = vocab[t]
         soft = {t: v for t, v in soft.items() if t not in originals}
         if soft:
             unique = sorted(set(originals) | set(soft))
@@ -1637,6 +1655,8 @@ class SearchIndex:
             w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
             we = recs[0][_T_WE] if single else np.concatenate([rec[_T_WE] for rec in recs])
             n_words = len(originals) + len(corrected)
+            if family_of.keys() & soft.keys():
+                w, we = self._beside_original(family_of, soft, known_terms, recs, doc_ids, w, we, slots)
             # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/search/grounding.py).
             any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
             if soft or (any_passing and n_words >= 2):
@@ -1812,6 +1832,47 @@ class SearchIndex:
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _family(self, token: str) -> list[str]:
+        """`lexicon.family` of a question token in the index's vocabulary, cached until the next change."""
+        found = self._families.get(token)
+        if found is None:
+            if len(self._families) >= 4096:
+                self._families.clear()
+            found = self._families[token] = _lexicon.family(token, self._vocab)
+        return found
+
+    def _beside_original(
+        self,
+        family_of: Mapping[str, int],
+        soft: Mapping[str, tuple[float, float, str]],
+        known_terms: Sequence[str],
+        recs: Sequence[tuple[Any, ...]],
+        doc_ids: np.ndarray,
+        w: np.ndarray,
+        we: np.ndarray,
+        slots: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The postings' ranking and evidence weights (`w`, `we`, concatenated in `known_terms` order)
+        with each family term's counting in a note only beyond what the question word it is a form of
+        counts there: a note scores the better of the two forms, not their sum (`video` and `videos` in
+        one note are one word said twice, which BM25 already saturates). Copies; the cached term
+        weights are left as they are."""
+        w, we = w.copy(), we.copy()
+        start = 0
+        for t, rec in zip(known_terms, recs):
+            size = rec[_T_DOCS].size
+            if t in family_of and t in soft:
+                rank_weight, evidence_weight, _word = soft[t]
+                original = self._term(family_of[t])
+                at = slice(start, start + size)
+                for weights, column, share in ((w, _T_W, rank_weight), (we, _T_WE, evidence_weight)):
+                    held = np.zeros(slots)
+                    held[original[_T_DOCS]] = original[column]
+                    # share x (what is left) = max(0, share x this form - the original's own weight)
+                    weights[at] = np.maximum(0.0, weights[at] - held[doc_ids[at]] / share)
+            start += size
+        return w, we
 
     def _bonus_floor(self) -> float:
         """The least `priority`/MOC bonus of any note: a note with evidence drops to zero or below only

@@ -77,8 +77,6 @@ ALIAS_DUPLICATE = Rule(
 )
 
 
-IdentityRow = tuple  # (path, slug or None, aliases tuple, is_private)
-
 _ONLY_STR = frozenset({str})
 
 
