@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_verify.py            # the dev set's answers, 5 notes each
     .venv/bin/python benchmarks/run.py verify              # through the common runner
+    .venv/bin/python benchmarks/bench_verify.py --notes    # also: note sentences read as abstentions
 
 Every answer of the labelled dev set (benchmarks/verify-dev.yaml) is checked against a context of five
 notes of the bundled vault: its own context notes, completed to five with other public notes in a fixed
@@ -10,10 +11,17 @@ read for every answer (the passage cache emptied first: a first question), and *
 already read (the cache of `grasbot.answer.verify`: a service answering about the same notes again).
 The cost per sentence is the answer's time over its sentences; the table gives its median and 95th
 percentile over the answers, and the reading of five notes alone.
+
+With `--notes`, the precision of the abstention reader beyond the labelled sets: every sentence of every
+note (its body, cut by the verifier's own splitter) of the bundled vault and of the real vaults of
+../shared/corpora (or $GRASBOT_CORPORA: grasbot-vault, obsidian-help-en, obsidian-help-fr) read by
+`is_abstention`. Notes state facts and never abstain, so each one taken for an abstention is a false
+positive (many are the help vaults' own "notes", a thing of the world there); `--notes-list` prints them.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -27,6 +35,31 @@ sys.path.insert(0, str(REPO))
 import _util  # noqa: E402
 
 CONTEXT = 5
+CORPORA = Path(os.environ.get("GRASBOT_CORPORA") or REPO.parent / "shared" / "corpora")
+NOTE_VAULTS = ("grasbot-vault", "obsidian-help-en", "obsidian-help-fr")
+
+
+def note_abstentions(show: bool) -> None:
+    """Count the note sentences `is_abstention` takes for abstentions, per vault (see the docstring)."""
+    from grasbot.answer.verify import is_abstention
+    from grasbot.answer.verify_sentences import split_sentences
+    from grasbot.vault import Vault
+
+    rows, found = [], []
+    for name, folder in [("vault (bundled)", REPO / "vault"), *((n, CORPORA / n) for n in NOTE_VAULTS)]:
+        if not folder.is_dir():
+            _util.note(f"{folder} not found: not counted")
+            continue
+        vault = Vault.load(folder)
+        sentences = [(n.id, s.text) for n in sorted(vault.notes.values(), key=lambda n: n.id) for s in split_sentences(n.body)]
+        hits = [(i, t) for i, t in sentences if is_abstention(t)]
+        found += [(name, i, t) for i, t in hits]
+        rows.append([name, f"{len(sentences):,}", str(len(hits))])
+    rows.append(["all", f"{sum(int(r[1].replace(',', '')) for r in rows):,}", str(len(found))])
+    _util.print_table("note sentences read as abstentions (each a false positive)", ["vault", "sentences", "abstentions"], rows)
+    if show:
+        for name, note_id, text in found:
+            print(f"  {name} / {note_id}: {' '.join(text.split())}")
 
 
 def _p95(values: list[float]) -> float:
@@ -36,6 +69,8 @@ def _p95(values: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _util.suite_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", action="store_true", help="also count the note sentences read as abstentions (precision beyond the sets)")
+    parser.add_argument("--notes-list", action="store_true", help="with --notes, print each of them")
     args = parser.parse_args(argv)
     runs = _util.runs_for(args)
     from grasbot.answer import verify as verify_module
@@ -67,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # wall time, and the CPU time of this process (the machine is shared: when other jobs compete for the
     # cores, wall time grows, CPU time stays close to what a quiet machine shows)
-    figures: dict[str, list[float]] = {name: [] for name in ("cold", "cold_cpu", "warm", "warm_cpu", "reading", "reading_cpu")}
+    figures: dict[str, list[float]] = {
+        name: [] for name in ("cold", "cold_cpu", "warm", "warm_cpu", "reading", "reading_cpu", "abstention", "abstention_cpu")
+    }
+    read_abstention = verify_module.is_abstention.__wrapped__
 
     def timed(name: str, fn, per: int = 1) -> None:
         wall, cpu = time.perf_counter(), time.process_time()
@@ -84,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             verify_module._read_passage.cache_clear()
             timed("cold", lambda: verify(item.answer, context, subjects), n)
             timed("warm", lambda: verify(item.answer, context, subjects), n)
+            # the abstention reader alone, without its cache (the runs above hit it after the first)
+            texts = [s.text for s in verify(item.answer, context, subjects).sentences]
+            timed("abstention", lambda: [read_abstention(t) for t in texts], n)
             sentences += n
     _util.print_table(
         f"verifier, {len(items)} answers of the dev set, {CONTEXT}-note context (median {chars:,.0f} characters)",
@@ -95,10 +136,13 @@ def main(argv: list[str] | None = None) -> int:
                 ("cold (passages read for each answer)", "cold"),
                 ("warm (passages cached)", "warm"),
                 ("reading the 5 notes alone (ms per answer)", "reading"),
+                ("abstention reader alone, uncached (ms / sentence)", "abstention"),
             )
         ],
         notes=[f"{sentences // runs} sentences per run, {runs} runs; target ≤ 2 ms per sentence"],
     )
+    if args.notes or args.notes_list:
+        note_abstentions(args.notes_list)
     if args.json:
         import json
 

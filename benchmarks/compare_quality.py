@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/compare_quality.py --no-test    # leave the test and fresh sets out (tuning)
     .venv/bin/python benchmarks/compare_quality.py --json out.json
     .venv/bin/python benchmarks/compare_quality.py --misses engine,bm25 --only help-fr-heldout
+    .venv/bin/python benchmarks/compare_quality.py --against before.json   # + a before → after table
 
 Engines, all over the same loaded vault and the same public notes:
 
@@ -197,17 +198,38 @@ def print_misses(results: dict, engines: list[str]) -> None:
                     print(f"    {e:<9} hit1={r['hit1']!s:<5} grounded={r['grounded']!s:<5} top3={r['results'][:3]}")
 
 
+def print_against(results: dict, before: dict, engine: str = "engine") -> None:
+    """The engine's figures on every set as a Markdown table, `before → after` where they moved, `before`
+    being an earlier run's `--json` file (another checkout, another setting): benchmarks/README.md's tables."""
+    keys = ("hit@1", "hit@5", "recall@5", "mrr", "offtopic_rejected", "ontopic_grounded")
+    print("| set | items | hit@1 | hit@5 | recall@5 | MRR | off-topic rejected | on-topic grounded |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, engines in results.items():
+        after = engines[engine]["summary"]
+        old = before.get(name, {}).get(engine, {}).get("summary")
+        cells = []
+        for key in keys:
+            now = "–" if after[key] is None else f"{after[key]:.3f}"
+            was = None if old is None else ("–" if old[key] is None else f"{old[key]:.3f}")
+            cells.append(now if was in (None, now) else f"{was} → {now}")
+        print(f"| {name} | {len(engines[engine]['items'])} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated set names (" + ", ".join(s[0] for s in SETS) + ")")
     parser.add_argument("--no-test", action="store_true", help="leave out the fresh test sets (while tuning)")
     parser.add_argument("--auto", action="store_true", help="add the sets built from the corpora (help-fr-desc, help-en-titles)")
     parser.add_argument("--json", default=None, help="write every summary and item to this file")
+    parser.add_argument("--against", default=None, help="an earlier --json file: also print the engine's figures as a before → after Markdown table")
     parser.add_argument("--misses", default="", help="list disagreements between these engines (e.g. engine,bm25)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] or None
     results = run(names, with_test=not args.no_test, auto=args.auto)
     print_table(results)
+    if args.against:
+        print_against(results, json.loads(Path(args.against).read_text(encoding="utf-8")))
+        print()
     if args.misses:
         print_misses(results, [e.strip() for e in args.misses.split(",") if e.strip()])
     if args.json:

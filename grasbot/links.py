@@ -28,13 +28,13 @@ from __future__ import annotations
 import operator
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 
 from grasbot.markdown.body import has_comment, mask_code, without_comments
 from grasbot.markdown.frontmatter import ParsedFile, make_span
-from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat
-from grasbot.text import name_key, name_key_fast, share, share_any
+from grasbot.model import Heading, Link, LinkKind, LinkStatus, Resolution, Span, links_from_flat, wikilink_raw
+from grasbot.text import name_key, name_key_fast, name_key_uncached, share, share_any
 
 _share = share_any
 # (the sharing caches are emptied after a load: see grasbot.markdown.frontmatter.clear_caches)
@@ -55,6 +55,7 @@ __all__ = [
     "link_key",
     "cached_link_key",
     "cut_links",
+    "text_link_targets",
     "local_target",
     "is_obsidian_uri",
     "MAX_LINKS_PER_NOTE",
@@ -182,7 +183,7 @@ def parse_body(body: str, first_line: int) -> tuple[list[Link], list[Heading], s
 #: One link in the compact form a loaded vault keeps (see `grasbot.model.Note`, which stores the entries
 #: of a note end to end in one flat tuple): the fields of `Link` with the span as its start line and
 #: column (a link's text never spans lines, so the span ends on that line, `len(raw)` characters further).
-LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field)
+LinkEntry = tuple  # (raw, target, anchor, display, kind, line, column, field); raw None: `wikilink_raw` gives it
 
 _ENTRY_ORDER = operator.itemgetter(5, 6)  # (line, column): document order
 
@@ -199,7 +200,10 @@ def entry_of(link: Link) -> LinkEntry | None:
     raw = link[0]
     if span[0] != span[2] or span[3] != span[1] + len(raw):
         return None
-    return (raw, link[1], link[2], link[3], link[4], span[0], span[1], link[6])
+    kind = link[4]
+    if (kind is LinkKind.WIKILINK or kind is LinkKind.EMBED) and raw == wikilink_raw(link[1], link[2], link[3], kind):
+        raw = None  # (as `scan_body` stores it)
+    return (raw, link[1], link[2], link[3], kind, span[0], span[1], link[6])
 
 
 #: The most links read from one note. Real notes hold a few hundred at most (the largest MOC of the corpora
@@ -211,9 +215,11 @@ MAX_LINKS_PER_NOTE = 20_000
 
 
 def scan_body(
-    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE
+    body: str, first_line: int, max_links: int = MAX_LINKS_PER_NOTE, keep: bool = True
 ) -> tuple[list[LinkEntry], list[Heading], set[str]]:
     """`parse_body` with the links as entries (`LinkEntry`), in document order: what the vault stores.
+    `keep` False: for a caller that drops the entries soon (`cut_links`): their texts are not shared with
+    equal ones (the sharing table would keep them until the vault empties it).
 
     Each kind of link is read up to `max_links` + 1 (more than `max_links` tells the caller there were too
     many); the scan is linear in the body's length, also on one very long line."""
@@ -231,7 +237,7 @@ def scan_body(
     # to local names and does no more than the entry needs.
     count = masked.count
     rfind = masked.rfind
-    share = _share
+    share = _share if keep else {}.setdefault  # type: ignore[attr-defined]
     wiki_starts: list[int] = []
     wiki_ends: list[int] = []
     if has_wiki:
@@ -262,6 +268,11 @@ def scan_body(
                 target, anchor, display = _split_wiki(content)
                 if not target and anchor is None:
                     continue  # [[|x]]: not a link
+                # (headings and link texts recur across notes as names do: shared too)
+                if anchor:
+                    anchor = share(anchor, anchor)
+                if display:
+                    display = share(display, display)
             else:
                 target = content.strip()
                 if not target:
@@ -273,10 +284,10 @@ def scan_body(
                 line_start = rfind("\n", last, start) + 1
             last = start
             raw = body[start:end]
-            # (texts shared with equal ones: the same `[[name]]` recurs across notes, and the resolver
-            # then hashes each target once)
-            append((share(raw, raw), share(target, target), anchor, display, kind, line,
-                    start - line_start + 1, None))
+            # (a raw text that `wikilink_raw` gives back is not kept: None; others are shared with equal ones,
+            # as targets are: the same `[[name]]` recurs across notes, and the resolver hashes each target once)
+            kept = None if raw == wikilink_raw(target, anchor, display, kind) else share(raw, raw)
+            append((kept, share(target, target), anchor, display, kind, line, start - line_start + 1, None))
             start_append(start)
             end_append(end)
     if has_md:
@@ -317,9 +328,12 @@ def scan_body(
                 line += breaks
                 line_start = rfind("\n", last, start) + 1
             last = start
-            # (a markdown link's text is seldom repeated: not shared)
+            # (shared as a wikilink's are: a vault repeats the same link to a note, `[x](../y.md)`, in many notes)
             col = start - line_start + 1
-            append((body[start:end], share(target, target), anchor, text, md, line, col, None))
+            raw = body[start:end]
+            if anchor:
+                anchor = share(anchor, anchor)
+            append((share(raw, raw), share(target, target), anchor, share(text, text) if text else text, md, line, col, None))
         if md_links:
             if links:
                 links.extend(md_links)
@@ -403,13 +417,17 @@ def _other_links(
 # Links written as text inside code (which the link parser skips on purpose), for `Vault.visitor_text`.
 _TEXT_WIKILINK_RE = re.compile(r"!?\[\[([^\[\]\n]*?)\]\]")
 _TEXT_MDLINK_RE = re.compile(r"!?\[([^\[\]\n]*)\]\(<?([^()<>\n]*)>?\)")
+# The same without the optional `!`: the same matches, one character later for an embed, so the same
+# contents; a pattern that starts with a literal is scanned for much faster (for `text_link_targets`).
+_TEXT_WIKILINK_FIND = re.compile(_TEXT_WIKILINK_RE.pattern[2:])
+_TEXT_MDLINK_FIND = re.compile(_TEXT_MDLINK_RE.pattern[2:])
 
 
 def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
     """`text` without the links for which `hides(link)` is true (`grasbot.vault.Vault.visitor_text` decides by
     where each resolves): first every link the parser finds (each
     form the resolver follows, exact spans), then the `[[x]]`/`[x](y)` left in code, read as links."""
-    links = scan_body(text, 1)[0]
+    links = scan_body(text, 1, keep=False)[0]
     cut = [entry for entry in links_from_entries(links) if hides(entry)]
     if cut:
         starts = [0]
@@ -440,7 +458,7 @@ def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
         return "" if target and hides(link) else match[0]
 
     def markdown(match: re.Match[str]) -> str:
-        local = local_target(match[2]) if match[2].strip() else None
+        local = _text_md_target(match[2])
         if local is None:
             return match[0]
         link = Link(match[0], local[0], local[1], match[1], md, no_span)
@@ -448,6 +466,26 @@ def cut_links(text: str, hides: Callable[[Link], bool]) -> str:
 
     text = _TEXT_WIKILINK_RE.sub(wikilink, text) if "[[" in text else text
     return _TEXT_MDLINK_RE.sub(markdown, text) if "](" in text else text
+
+
+def _text_md_target(dest: str) -> tuple[str, str | None] | None:
+    """(target, anchor) of the destination of a `[x](y)` read by `cut_links`'s plain pass, or None."""
+    return local_target(dest) if dest.strip() else None
+
+
+def text_link_targets(text: str) -> list[str]:
+    """The non-empty targets of the `[[x]]` and `[x](y)` that `cut_links`'s plain pass reads in `text` (the
+    only ones it may cut there), found without a call per match: for a caller that tells, from the targets
+    alone, that nothing would be cut (`grasbot.vault.Vault.visitor_text`)."""
+    out: list[str] = []
+    if "[[" in text:
+        out += [target for target in (_split_wiki(content)[0] for content in _TEXT_WIKILINK_FIND.findall(text)) if target]
+    if "](" in text:
+        for _text, dest in _TEXT_MDLINK_FIND.findall(text):
+            local = _text_md_target(dest)
+            if local is not None and local[0]:
+                out.append(local[0])
+    return out
 
 
 # A frontmatter value that is one link and nothing else, without anchor or display text.
@@ -553,6 +591,15 @@ def link_key(target: str) -> str:
     return _remember(_LINK_KEY_CACHE, target, share(name[:-3] if name.endswith(".md") else name))
 
 
+def _uncached_link_key(target: str) -> str:
+    """`link_key(target)`, without filling its cache (an answer already there is taken)."""
+    found = _LINK_KEY_CACHE.get(target)
+    if found is not None:
+        return found
+    name = name_key_uncached(target.rsplit("/", 1)[-1])
+    return name[:-3] if name.endswith(".md") else name
+
+
 # -- resolution --------------------------------------------------------------------------------------
 
 
@@ -600,6 +647,11 @@ def _nearest_order(source_folder: str) -> Callable[[str], tuple[int, int, int, s
         return (0 if folder == source_folder else 1, path.count("/"), len(path), path)
 
     return order
+
+
+#: Last parts of a path that normalising it removes (the file found is then named by an earlier part), as
+#: `link_key` gives them.
+_NOT_A_NAME = frozenset(("", ".", ".."))
 
 
 class Resolver:
@@ -672,8 +724,8 @@ class Resolver:
         for path, flag in fresh:
             is_note[path] = flag
             name, key = keys_of(path, flag)
-            _add_in_order(by_name, name, path, grown)
-            _add_in_order(by_path, key, path, grown)
+            _add_in_order(by_name, name, path, grown, one_as_str=True)
+            _add_in_order(by_path, key, path, grown, one_as_str=True)
         _freeze(grown)
 
     def defer_aliases(self, source: Callable[[], Iterable[tuple[str, list[str]]]]) -> None:
@@ -759,16 +811,35 @@ class Resolver:
                     cands = (*root, *(c for c in cands if c not in root))
         return cands, exact
 
+    def names_of(self, paths: Iterable[str]) -> frozenset[str]:
+        """What `may_find` compares targets with, for the files at `paths`: each one's name key (its file
+        name, normalised, a note's without `.md`), that key without `.md` when it ends so, and the last
+        parts of a path that normalising it drops (`.`, `..`, empty)."""
+        names = {self.keys_of(path, self.is_note.get(path, path.lower().endswith(".md")))[0] for path in paths}
+        return frozenset(names | {name[:-3] for name in names if name.endswith(".md")} | _NOT_A_NAME)
+
+    @staticmethod
+    def may_find(targets: Iterable[str], names: frozenset[str]) -> bool:
+        """Whether `find(target, source, …)` could answer, for one of the non-empty `targets` and some
+        `source`, a file among those whose `names_of` are `names`: False only when it surely cannot.
+        `find` looks a target up by the last part of its key, with or without `.md` (a bare name, a
+        path's tail, a path from the root or from the linking note's folder), and every file it answers
+        has that part as its name key. A path normalised against the linking note's folder (`../x`,
+        `a/./x`) keeps its last part, unless that part is `.`, `..` or empty (`..`, `a/`), which `names`
+        holds: a maybe. So a target whose `link_key` is not in `names` finds none of those files.
+        (`link_key` computed without its cache: a text's targets would fill it, and keep the memory.)"""
+        return not names.isdisjoint(map(_uncached_link_key, targets))
+
     def _find_global(self, key: str) -> tuple[tuple[str, ...], bool]:
         if "/" not in key and not key.endswith(".md"):
             # a bare name (most links): its files, already sorted in the index
-            return tuple(self.by_name.get(key, ())), False
+            return tuple(_paths(self.by_name.get(key))), False
         name = key.rsplit("/", 1)[-1]
-        cands = list(self.by_name.get(name, ()))
+        cands = list(_paths(self.by_name.get(name)))
         stripped = ""
         if name.endswith(".md"):
             stripped = key[:-3]
-            cands += [p for p in self.by_name.get(name[:-3], ()) if self.is_note[p] and p not in cands]
+            cands += [p for p in _paths(self.by_name.get(name[:-3])) if self.is_note[p] and p not in cands]
         if "/" in key:
             exact = self._exact(key)
             if exact:
@@ -786,12 +857,12 @@ class Resolver:
     def _exact(self, key: str) -> tuple[str, ...]:
         hit = self.by_path.get(key)
         if hit:
-            return tuple(hit)
+            return tuple(_paths(hit))
         if key.endswith(".md"):
             hit = self.by_path.get(key[:-3])
             if hit:
                 is_note = self.is_note
-                return tuple([p for p in hit if is_note[p]])
+                return tuple([p for p in _paths(hit) if is_note[p]])
         return ()
 
     def resolve(
@@ -883,12 +954,24 @@ class Resolver:
         return out
 
 
+def _paths(items: str | Sequence[str] | None) -> Sequence[str]:
+    """The paths an index entry holds: a bulk load stores a lone path of `by_name`/`by_path` as the str
+    itself (`_add_in_order`), no tuple around it (a vault holds two per file)."""
+    if items is None:
+        return ()
+    return (items,) if items.__class__ is str else items  # type: ignore[return-value]
+
+
 def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     # lists stay sorted so that every answer is independent of insertion order
     items = index.get(key)
     if items is None:
         index[key] = [path]
         return
+    if items.__class__ is str:  # (a lone path of a bulk load)
+        if items == path:
+            return
+        items = index[key] = [items]  # type: ignore[list-item]
     if path in items:
         return
     if items.__class__ is tuple:  # frozen by a bulk load (see _freeze): a list again once it changes
@@ -897,14 +980,23 @@ def _insert(index: dict[str, list[str]], key: str, path: str) -> None:
     items.sort()
 
 
-def _add_in_order(index: dict[str, list[str]], key: str, path: str, grown: list[tuple[dict[str, list[str]], str]]) -> None:
+def _add_in_order(
+    index: dict[str, list[str]], key: str, path: str, grown: list[tuple[dict[str, list[str]], str]], one_as_str: bool = False
+) -> None:
     """`_insert` for a bulk load, which adds paths in order: appended (no sort) after the paths `key` holds.
 
     A new key gets a one-path tuple (what `_freeze` would make of it: nearly every key of a vault holds one
-    path), which becomes a list, recorded in `grown` for `_freeze`, when a second path comes."""
+    path), or with `one_as_str` the path itself (read through `_paths`), which becomes a list, recorded in
+    `grown` for `_freeze`, when a second path comes."""
     items = index.get(key)
     if items is None:
-        index[key] = (path,)  # type: ignore[assignment]
+        index[key] = path if one_as_str else (path,)  # type: ignore[assignment]
+    elif items.__class__ is str:
+        if items < path:
+            index[key] = [items, path]  # type: ignore[list-item]
+            grown.append((index, key))
+        elif items != path:
+            _insert(index, key, path)
     elif items[-1] < path:
         if items.__class__ is tuple:
             index[key] = [*items, path]
@@ -926,6 +1018,10 @@ def _freeze(entries: list[tuple[dict[str, list[str]], str]]) -> None:
 
 def _discard(index: dict[str, list[str]], key: str, path: str) -> None:
     items = index.get(key)
+    if items.__class__ is str:  # (a lone path of a bulk load)
+        if items == path:
+            del index[key]
+        return
     if items and path in items:
         if items.__class__ is tuple:
             items = index[key] = list(items)

@@ -10,6 +10,7 @@ import datetime as _dt
 import hashlib
 import re
 from dataclasses import dataclass
+from itertools import chain
 from enum import Enum
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -111,13 +112,33 @@ class Resolution(NamedTuple):
     alias_of: str | None = None
 
 
+def wikilink_raw(target: str, anchor: str | None, display: str | None, kind: LinkKind) -> str:
+    """The text of a wikilink or embed written plainly (`[[target#anchor|display]]`, `![[...]]`): what a
+    link entry stands for when its raw text is None (most links: a vault then keeps their texts once, in
+    the note's own bytes)."""
+    inner = target if anchor is None else f"{target}#{anchor}"
+    if display is not None:
+        inner = f"{inner}|{display}"
+    return f"![[{inner}]]" if kind is LinkKind.EMBED else f"[[{inner}]]"
+
+
+def entry_link(raw: str | None, target: str, anchor: str | None, display: str | None, kind: LinkKind, line: int,
+               col: int, field: str | None) -> Link:
+    """The `Link` of one link entry (see `links_from_flat`)."""
+    if raw is None:
+        raw = wikilink_raw(target, anchor, display, kind)
+    return tuple.__new__(Link, (raw, target, anchor, display, kind, tuple.__new__(Span, (line, col, line, col + len(raw))), field))
+
+
 def links_from_flat(flat: tuple[Any, ...]) -> list[Link]:
     """The `Link`s of a note's compact link storage: the entries of `grasbot.links.scan_body` end to end,
-    eight fields each (raw, target, anchor, display, kind, line, column, field)."""
+    eight fields each (raw, target, anchor, display, kind, line, column, field); a raw text None is the
+    one `wikilink_raw` gives."""
     new = tuple.__new__
     it = iter(flat)
     return [
         new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field))
+        if raw is not None else entry_link(raw, target, anchor, display, kind, line, col, field)
         for raw, target, anchor, display, kind, line, col, field in zip(it, it, it, it, it, it, it, it)
     ]
 
@@ -158,7 +179,7 @@ class Note:
         "meta",
         "body_line",
         "has_frontmatter",
-        "headings",
+        "_headings",
         "block_ids",
         "_links",
         "_link_entries",
@@ -177,7 +198,7 @@ class Note:
     #: The fields a snapshot's shell leaves unset until first read (see `__getattr__`); the others
     #: (path, id, withheld, problems, _digest) are set in the shell.
     LAZY_FIELDS = (
-        "_src", "_body_at", "_body", "meta", "body_line", "has_frontmatter", "headings", "block_ids", "_links",
+        "_src", "_body_at", "_body", "meta", "body_line", "has_frontmatter", "_headings", "block_ids", "_links",
         "_link_entries", "_keys", "_items", "_find_positions", "frontmatter_span",
     )  # fmt: skip
 
@@ -185,7 +206,6 @@ class Note:
     meta: dict[str, Any]
     body_line: int  # line of the file where the body starts
     has_frontmatter: bool
-    headings: list[Heading]
     block_ids: set[str]
     problems: list[Problem]
     frontmatter_span: Span | None  # the lines between the two `---`, when present
@@ -255,7 +275,10 @@ class Note:
         note.meta = fields["meta"]
         note.body_line = fields["body_line"]
         note.has_frontmatter = fields["has_frontmatter"]
-        note.headings = fields["headings"]
+        headings = fields["headings"]
+        # (flat: a Heading per section title is a tuple of its own, ~64 bytes, which a 10k-note vault holds
+        # some tens of thousands of; `headings` builds them on access)
+        note._headings = tuple(chain.from_iterable(headings)) if headings else ()
         note.block_ids = fields["block_ids"]
         note._links = fields["links"]
         note._link_entries = fields["link_entries"]
@@ -310,6 +333,32 @@ class Note:
         if entries is not None:
             return entries[1::8]
         return [link[1] for link in self._links]  # type: ignore[union-attr]
+
+    def _body_link_targets(self) -> list[str] | tuple[str, ...]:
+        """`_link_targets()` of the links written in the body (not the frontmatter's `"[[x]]"` values)."""
+        entries = self._link_entries
+        if entries is not None:
+            kinds = entries[4::8]
+            if LinkKind.FRONTMATTER not in kinds:
+                return entries[1::8]
+            return [target for target, kind in zip(entries[1::8], kinds) if kind is not LinkKind.FRONTMATTER]
+        return [link[1] for link in self._links if link[4] is not LinkKind.FRONTMATTER]  # type: ignore[union-attr]
+
+    # -- headings ----------------------------------------------------------------------------------------
+    @property
+    def headings(self) -> list[Heading]:
+        """The section titles, in order. A note read by the vault keeps them as one flat tuple (text,
+        level, line, text, ...) and builds the list on each access: read it once per use, not in a loop."""
+        headings = self._headings
+        if headings.__class__ is tuple:
+            new = tuple.__new__
+            it = iter(headings)
+            return [new(Heading, fields) for fields in zip(it, it, it)]
+        return headings  # type: ignore[return-value]
+
+    @headings.setter
+    def headings(self, value: list[Heading]) -> None:
+        self._headings = value if value.__class__ is list else list(value)
 
     # -- frontmatter positions -------------------------------------------------------------------------
     def _positions(self) -> None:

@@ -52,7 +52,7 @@ __all__ = ["Snapshot", "cache_dir", "load", "save"]
 
 _MAGIC = b"grasbot-snapshot\n"
 #: Bump when the stored layout changes.
-SNAPSHOT_FORMAT = "2"
+SNAPSHOT_FORMAT = "3"
 _KEY_FILE = "snapshot.key"
 #: The engine modules whose code shapes a loaded vault or an index: a change in any of them is a miss.
 _ENGINE_SOURCES = ("model.py", "links.py", "vault.py", "readers.py", "text.py", "snapshot.py", "markdown", "search")

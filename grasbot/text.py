@@ -29,6 +29,7 @@ __all__ = [
     "loose_name_key",
     "name_key",
     "name_key_fast",
+    "name_key_uncached",
     "share",
     "share_any",
 ]
@@ -138,16 +139,23 @@ def name_key(text: str) -> str:
     found = _KEY_CACHE.get(text)
     if found is not None:
         return found
+    if len(_KEY_CACHE) >= _KEY_CACHE_LIMIT:
+        _KEY_CACHE.clear()
+    found = _KEY_CACHE[text] = share(name_key_uncached(text))
+    return found
+
+
+def name_key_uncached(text: str) -> str:
+    """`name_key(text)` without filling its cache (an answer already there is taken): for a caller that
+    looks at many names once, whose answers would only stay in memory."""
+    found = _KEY_CACHE.get(text)
+    if found is not None:
+        return found
     key = text
     if not key.isascii() and not _is_nfc("NFC", key):
         key = _nfc("NFC", key)
     lower = key.lower()
-    if lower == key:
-        lower = key  # most names are already lower-case: keep the caller's string, not an equal copy
-    if len(_KEY_CACHE) >= _KEY_CACHE_LIMIT:
-        _KEY_CACHE.clear()
-    found = _KEY_CACHE[text] = share(lower)
-    return found
+    return key if lower == key else lower  # (most names are already lower-case: the caller's string, not a copy)
 
 
 def name_key_fast(text: str) -> str:

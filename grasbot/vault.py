@@ -16,13 +16,14 @@ import os
 import stat
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key
+from grasbot.links import AnchorTable, Resolver, cached_link_key, cut_links, link_key, scan_body, text_link_targets
+from grasbot.markdown.reader import MarkdownReader
 from grasbot.markdown.frontmatter import clear_caches
 from grasbot.model import (
     Link,
@@ -33,6 +34,7 @@ from grasbot.model import (
     Problem,
     Resolution,
     Span,
+    entry_link,
     visible_to_visitors,
 )
 from grasbot.readers import DEFAULT_READERS, Reader, Readers
@@ -147,7 +149,8 @@ def _materialise(note: Note, compact: list[str | Resolution]) -> list[Resolution
     entries = zip(it, it, it, it, it, it, it, it)
     return [
         new(Resolution, (
-            new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field)),
+            new(Link, (raw, target, anchor, display, kind, new(Span, (line, col, line, col + len(raw))), field))
+            if raw is not None else entry_link(raw, target, anchor, display, kind, line, col, field),
             ok, r, (), None,
         )) if r.__class__ is str else r  # type: ignore[misc]
         for (raw, target, anchor, display, kind, line, col, field), r in zip(entries, compact)
@@ -180,8 +183,7 @@ def _link_key_or_none(target: str) -> str | None:
 
 def _link_at(flat: tuple[object, ...], index: int) -> Link:
     """Link number `index` of a note's flat link entries (see `grasbot.model.links_from_flat`), built alone."""
-    raw, target, anchor, display, kind, line, col, field = flat[index * 8 : index * 8 + 8]
-    return _new(Link, (raw, target, anchor, display, kind, _new(Span, (line, col, line, col + len(raw))), field))  # type: ignore[operator]
+    return entry_link(*flat[index * 8 : index * 8 + 8])  # type: ignore[arg-type]
 
 
 def _index_add(index: dict[str, set[str] | tuple[str, ...]], key: str, path: str) -> None:
@@ -264,6 +266,8 @@ class Vault:
         self._stem_groups: dict[str, set[str] | tuple[str, ...]] = {}
         self._hidden: frozenset[str] | None = None  # `hidden_paths`, forgotten at each update
         self._types: dict[str, str] | None = None  # `note_types`, forgotten at each update
+        # (`hidden_paths`, the `Resolver.names_of` them) for `visitor_text`: recomputed when they change
+        self._hidden_names: tuple[frozenset[str], frozenset[str]] | None = None
         #: What the configuration adds to the notes' own fields: private folders and tags (`read_privacy`,
         #: plus `privacy` from the caller, such as the service's settings).
         own, problem = read_privacy(root)
@@ -332,33 +336,33 @@ class Vault:
         vault.notes = {n.path: n for n in notes}
         resolver = vault._resolver
         resolver.add_many([(path, False) for path in vault.files] + [(note.path, True) for note in notes])
-        slug_groups: dict[str, list[str]] = {}
-        stem_groups: dict[str, list[str]] = {}
-        for note in notes:
-            path = note.path
-            # (what _group_add does, as lists: each note comes once; tuples below, as sets cost four times more)
-            slug = vault._slug_of(note)
-            if slug:
-                slug_groups.setdefault(slug, []).append(path)
-            stem_groups.setdefault(name_key(note.stem), []).append(path)
         # The whole alias index is for updates: a load names its broken links' likely targets from a
         # small one (`_name_likely_targets`); `prepare_updates` or the first look-up builds the whole.
         resolver.defer_aliases(partial(_aliases_of, notes))
-        vault._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}
-        vault._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}
-        del slug_groups, stem_groups
+        vault._build_groups()
         vault._assign_ids(vault.notes.keys())
+        # (only updates need the id groups again: `prepare_updates` builds them anew, some MiB on 10k notes
+        # that a one-shot command does not keep)
+        vault._slug_groups, vault._stem_groups = {}, {}
         vault._name_likely_targets(vault._resolve_all(notes), notes)
         # The look-up caches filled by the resolution are returned before the last allocations of the load
         # (as clear_caches above): they are rebuilt on demand, a few entries per update.
-        resolver.forget_lookups()
-        clear_name_keys()
-        clear_caches()
+        vault.forget_lookups()
         # The backlinks and the reverse index follow from what _resolve_all stored: built when first needed
         # (`prepare_updates`): a tenth of a load's time and some MiB that a one-shot command never uses
         # (benchmarks/README.md, "Figures behind the code").
         vault._reverse_ready = False
         return vault
+
+    def forget_lookups(self) -> None:
+        """Return the memory of what resolving many links filled and nothing needs to keep: the resolver's
+        look-ups, the name and string sharing caches, the anchor tables (rebuilt from a note's headings when
+        an update resolves a link into it, see `_anchor_table`). After a load, and after a search index
+        build has read every note through `visitor_text`: they are rebuilt on demand, a few entries per update."""
+        self._resolver.forget_lookups()
+        clear_name_keys()
+        clear_caches()
+        self._anchors = {}
 
     def _excluded(self, rel_key: str, name_lower: str) -> bool:
         if name_lower in self._exclude_names:
@@ -525,6 +529,20 @@ class Vault:
             return None
         slug = slug.strip()
         return slug or None
+
+    def _build_groups(self) -> None:
+        """The id groups (`_slug_groups`, `_stem_groups`) of every note, from scratch: what `_group_add`
+        of each note in path order gives, as tuples (a set costs four times more; an update turns the
+        ones it changes into sets, see _index_add)."""
+        slug_groups: dict[str, list[str]] = {}
+        stem_groups: dict[str, list[str]] = {}
+        for path, note in self.notes.items():  # (in path order)
+            slug = self._slug_of(note)
+            if slug:
+                slug_groups.setdefault(slug, []).append(path)
+            stem_groups.setdefault(name_key(note.stem), []).append(path)
+        self._slug_groups = {key: tuple(members) for key, members in slug_groups.items()}  # type: ignore[misc]
+        self._stem_groups = {key: tuple(members) for key, members in stem_groups.items()}  # type: ignore[misc]
 
     def _group_add(self, note: Note) -> None:
         slug = self._slug_of(note)
@@ -721,7 +739,7 @@ class Vault:
 
     def prepare_updates(self) -> None:
         """Build what only updates and backlinks need, if a load left it to be built: the backlinks, the
-        reverse index and the whole alias index. `incoming`, `update_file` and `remove_file` call it, so
+        reverse index, the whole alias index and the id groups. `incoming`, `update_file` and `remove_file` call it, so
         nothing depends on it being called; a long-running consumer calls it once after `load` so that its
         first update is as quick as the next (the figures: benchmarks/README.md, load)."""
         if self._reverse_ready:
@@ -729,6 +747,7 @@ class Vault:
         with self._prepare_lock:
             if not self._reverse_ready:
                 self._resolver.owners()  # the whole alias index, deferred by the load
+                self._build_groups()  # dropped by the load once the ids were given
                 self._build_reverse()
                 self._reverse_ready = True
 
@@ -911,12 +930,25 @@ class Vault:
         hidden = self.hidden_paths()
         if not hidden or "[" not in text and "<" not in text:
             return text
-        if len(text) > 256 and source in self.notes and "`" not in text and "~~~" not in text:
-            # (a body: its links are resolved already; most reach no hidden note, and keep their text)
-            compact = self._res.get(source) or ()
-            if not any((r if r.__class__ is str else r.target_path) in hidden for r in compact):  # type: ignore[union-attr]
-                return text
+        if source not in hidden and not self._may_cut(text, source, hidden):
+            return text
         return cut_links(text, lambda link: self._link_target(link, source) in hidden)
+
+    def _may_cut(self, text: str, source: str, hidden: frozenset[str]) -> bool:
+        """Whether `cut_links` could take anything out of `text`, written in `source` (not hidden): False
+        only when it surely returns `text` as it is, told from the targets of the links it would look at
+        (the parser's, then its plain pass's) by `Resolver.may_find`, without resolving any. An empty
+        target is the linking note itself, visible here. The parser's links of the note's own body are
+        those the vault read (a Markdown note's links are its body's, the frontmatter's besides)."""
+        names = self._hidden_names
+        if names is None or names[0] is not hidden:
+            names = self._hidden_names = (hidden, self._resolver.names_of(hidden))
+        note = self.notes.get(source)
+        if note is not None and type(self.readers.reader_for(source)) is MarkdownReader and text == note.body:
+            parsed: Iterable[str] = note._body_link_targets()
+        else:
+            parsed = [entry[1] for entry in scan_body(text, 1, keep=False)[0]]
+        return self._resolver.may_find(filter(None, chain(parsed, text_link_targets(text))), names[1])
 
     def _link_target(self, link: Link, source: str) -> str | None:
         """Where `link`, written in `source`, resolves (None when broken or external)."""
@@ -931,6 +963,10 @@ class Vault:
     def outgoing(self, path: str) -> list[str]:
         """Paths of notes/files this note links to (resolved links only), sorted, unique."""
         return list(self._out.get(path, ()))
+
+    def outgoing_paths(self, path: str) -> tuple[str, ...]:
+        """`outgoing(path)` as the tuple the vault keeps (no copy: the search index holds one per note)."""
+        return self._out.get(path, ())
 
     def incoming(self, path: str) -> list[str]:
         """Paths of notes that link to this one (backlinks), sorted, unique."""

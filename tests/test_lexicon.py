@@ -274,3 +274,18 @@ def test_combine_discounts_like_plain_without_soft_terms() -> None:
     expected = grounding.plain(doc_ids, w, passing, own, held, 3, bm25)
     _rank, evidence = grounding.combine(doc_ids, w, lengths, np.ones(3), np.ones(3), np.full(3, -1), 8, passing, 3, None, idf)
     assert evidence.tolist() == pytest.approx(expected.tolist())
+
+
+def test_a_word_family_is_the_vault_words_that_share_a_root() -> None:
+    # Snowball: `financier` -> `financi`, `financière` -> `financier`, `financement` -> `financ`,
+    # `vidéo` -> `video`, `vidéos` -> `videos`, `affichage` -> `affichag`.
+    vocabulary = {stem(w) for w in ("financière", "financement", "vidéos", "affichage", "portion", "version", "dernière")}
+    assert lexicon.family(stem("financier"), vocabulary) == sorted({stem("financière"), stem("financement")})
+    assert lexicon.family(stem("vidéo"), vocabulary) == [stem("vidéos")]
+    assert lexicon.family(stem("afficher"), vocabulary) == [stem("affichage")]
+    # No root shorter than FAMILY_MIN_ROOT, even where the two are one word (`dern-i`, `dern-ier`): too
+    # many short roots join other words (`port` / `portion`).
+    assert lexicon.family(stem("dernier"), vocabulary) == []
+    # Never the token itself, and only what the vocabulary holds.
+    assert lexicon.family(stem("financement"), vocabulary) == [stem("financière")]
+    assert lexicon.family(stem("financier"), set()) == []

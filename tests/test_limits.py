@@ -126,3 +126,30 @@ def test_redis_down_falls_back_to_local_limits_and_recovers(redis_server: RedisS
         await limits.client.aclose()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("policy, generations", [("flag", 1), ("retry", 2)])
+def test_a_slot_outlasts_the_longest_answer_of_its_policy(tmp_path: Path, policy: str, generations: int) -> None:
+    """Under GRASBOT_VERIFY_POLICY=retry an answer may be generated twice, each up to LLM_TIMEOUT: its slot
+    must not come back (and go to another visitor, one generation above GRASBOT_MAX_GENERATIONS) while the
+    second generation still runs; it still comes back once no answer could be running."""
+    from grasbot.service.service import Service
+    from tests.service_fixtures import SAMPLE_VAULT, service_settings
+
+    settings = service_settings(None, verify_policy=policy, llm_timeout=60.0, max_generations=1)
+    service = Service(settings, SAMPLE_VAULT)
+    clock = Clock()
+    service.limits._clock = clock  # (LocalLimits: the monotonic clock, here one the test moves)
+
+    async def main() -> None:
+        from grasbot.service.errors import ApiError
+
+        assert await service.admit("a") is not None  # an answer starts, and is still generating
+        clock.now += generations * 60.0 - 1  # its last generation may still be running
+        with pytest.raises(ApiError) as refused:
+            await service.admit("b")
+        assert refused.value.status == 429
+        clock.now += 32  # past any generation's deadline: the slot of a vanished holder comes back
+        assert await service.admit("b") is not None
+
+    asyncio.run(main())

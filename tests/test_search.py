@@ -799,3 +799,52 @@ def test_a_word_of_the_definition_alone_is_still_a_mention_in_passing(tmp_path: 
     assert heat.hits and heat.hits[0].id == "automates"  # the definition ranks the note ...
     assert not heat.grounded  # ... it does not make every word of it the note's subject
     assert index.search("Quels automates a-t-il programmés ?").grounded
+
+
+# -- word families the stemmer leaves apart (benchmarks/README.md, "Fourth round") ---------------------
+
+
+def _notes(root: Path, bodies: dict[str, str]) -> Path:
+    """The notes, and twenty others on other subjects (a word of one note in five is no rare word)."""
+    root.mkdir(parents=True)
+    others = ("jardin", "cuisine", "musique", "montagne", "voile", "peinture", "lecture", "cinéma", "théâtre", "échecs")
+    fillers = {f"Autre {i}": f"Quelques lignes sur {others[i % 10]} et la saison {i}." for i in range(20)}
+    for name, body in {**bodies, **fillers}.items():
+        (root / f"{name}.md").write_text(body + "\n", encoding="utf-8")
+    return root
+
+
+def test_another_form_of_a_question_word_finds_the_note_that_uses_it(tmp_path: Path) -> None:
+    # Snowball stems `vidéo` to `video` and `vidéos` to `videos`, `financier` to `financi`, `financières` to
+    # `financier` and `financement` to `financ`: other forms of one word, which the vault's own words join.
+    vault = _notes(
+        tmp_path / "v",
+        {
+            "Lecteur": "Le lecteur ouvre une vidéo à la fois.",
+            "Formats": "Les vidéos en mp4 et en webm sont acceptées.",
+            "Plage": "Une photo de la plage au soleil.",
+            "Contributions": "Les contributions financières aident l'équipe à vivre.",
+            "Budget": "Le financement du budget de la mairie.",
+        },
+    )
+    index = SearchIndex.build(Vault.load(vault))
+    assert {"Lecteur", "Formats"} <= {h.id for h in index.search("Une vidéo ?").hits}
+    assert "Plage" not in {h.id for h in index.search("Une vidéo ?").hits}
+    assert "Contributions" in {h.id for h in index.search("un soutien financier").hits}
+
+
+def test_two_forms_of_one_word_in_a_note_count_once(tmp_path: Path) -> None:
+    # "vidéo" twice says the word more than "vidéo" once and "vidéos" once: the family form counts only
+    # beyond the word as typed, not on top of it.
+    vault = _notes(
+        tmp_path / "v",
+        {
+            "Alpha": "La vidéo montre la vidéo du jour.",
+            "Beta": "La vidéo montre les vidéos du jour.",
+            "Gamma": "Les vidéos du mois dernier.",
+            "Delta": "Un texte sans rapport du jour.",
+            "Epsilon": "Un autre texte du mois.",
+        },
+    )
+    index = SearchIndex.build(Vault.load(vault))
+    assert [h.id for h in index.search("la vidéo").hits[:2]] == ["Alpha", "Beta"]

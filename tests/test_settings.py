@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -24,6 +25,64 @@ def test_docs_table_lists_every_variable_and_no_other() -> None:
     }
     assert documented == set(ENV_VARIABLES)
     assert all(ENV_VARIABLES.values())  # every setting says what it is
+
+
+def _table_rows(section: str) -> list[tuple[list[str], str]]:
+    """The rows of the markdown tables in `section`: the variables of the first column, and the second."""
+    rows = []
+    for row in section.splitlines():
+        if row.startswith("| `"):
+            cells = row.split(" | ")
+            rows.append((re.findall(r"`([A-Z][A-Z_]+)`", cells[0]), cells[1]))
+    return rows
+
+
+def _defaults(rows: list[tuple[list[str], str]]) -> list[tuple[str, str]]:
+    """Each variable of `rows` with its default column; a row of N variables whose column is N literals
+    (`30`, `10`) gives each its own."""
+    pairs = []
+    for names, column in rows:
+        parts = column.split(", ")
+        if len(names) > 1 and len(parts) == len(names) and all(re.fullmatch(r"`[^`]*`", p) for p in parts):
+            pairs += list(zip(names, parts))
+        else:
+            pairs += [(name, column) for name in names]
+    return pairs
+
+
+def documented_default_matches(name: str, column: str) -> bool:
+    """Whether a table's default column says what Settings() holds for the variable `name`: `unset` for
+    nothing, else its first `literal` (a column in words, such as the engine's rule, is not compared)."""
+    field = next(f for f, info in Settings.model_fields.items() if name in (info.json_schema_extra or {}).get("env", ()))
+    value = getattr(Settings.from_env(environ={}, env_file=None), field)
+    if column.startswith("unset"):
+        return value in (None, (), "")
+    literal = re.match(r"`([^`]*)`", column)
+    if literal is None:
+        return True
+    text = literal.group(1)
+    if value is None and name == "GRASBOT_STATE_DIR":  # computed at the start (grasbot/service/state.py)
+        from grasbot.service.state import default_state_dir
+
+        return "XDG_STATE_HOME" in os.environ or Path(text).expanduser() == default_state_dir()
+    if isinstance(value, bool):
+        return text == str(value).lower()
+    if isinstance(value, (int, float)):
+        return float(text) == value
+    if isinstance(value, Path):
+        return Path(text) == value
+    return text == value
+
+
+def test_docs_table_has_one_row_per_variable_with_its_default() -> None:
+    # Each variable is described once (two rows for one variable end up saying different things), and
+    # the default the table gives is the one the settings hold.
+    text = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
+    rows = _table_rows(text[text.index("## 3. Configuration") : text.index("## 4. Langfuse")])
+    names = [name for row_names, _ in rows for name in row_names]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
+    wrong = [name for name, column in _defaults(rows) if not documented_default_matches(name, column)]
+    assert wrong == []
 
 
 def test_the_backend_and_its_url() -> None:

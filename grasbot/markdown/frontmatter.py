@@ -867,7 +867,8 @@ def _close(
 ) -> None:
     """Store the value of a `key:` line: the block sequence that followed it, or null."""
     if seq is not None:
-        meta[key] = seq
+        # (a copy of its exact size: a list grown item by item keeps spare room, and a vault keeps every one)
+        meta[key] = seq[:]
         items[key] = spans
         return
     meta[key] = None
@@ -987,7 +988,7 @@ def parse_text(text: str, path: str, positions: bool = True) -> ParsedFile:
     result.body_start = body_start
     # the YAML starts on line 2; fm_end is the start of the closing `---` line
     fm_lines = text.count("\n", 0, fm_end)
-    result.frontmatter_span = _new(Span, (2, 1, fm_lines + 1, 1))
+    result.frontmatter_span = make_span(2, 1, fm_lines + 1, 1)  # (shared: notes of a vault have a few sizes)
     result.body_line = fm_lines + text.count("\n", fm_end, body_start) + 1
     if fm_end > fm_start:
         _parse_yaml(text[fm_start:fm_end], path, fm_start, 2, index, result, positions)

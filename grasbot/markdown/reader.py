@@ -37,6 +37,10 @@ def _cap_links(rel: str, entries: list[tuple[object, ...]], problems: list[Probl
     ))
 
 
+#: (`frozenset()` is a new object each time since Python 3.10: the empty one is shared by hand)
+_NO_BLOCKS: frozenset[str] = frozenset()
+
+
 def read_note(rel: str, raw: bytes) -> Note:
     """Build a Note from a Markdown file's bytes (`rel` is its vault-relative POSIX path). Never raises."""
     parsed = parse_bytes(raw, rel, positions=False)
@@ -44,7 +48,7 @@ def read_note(rel: str, raw: bytes) -> Note:
     if len(entries) > MAX_LINKS_PER_NOTE:
         _cap_links(rel, entries, parsed.problems)
     if not blocks:
-        blocks = frozenset()  # type: ignore[assignment]  # the one shared empty frozenset instead of a set per note (216 bytes)
+        blocks = _NO_BLOCKS  # type: ignore[assignment]  # one shared empty frozenset instead of a set per note (216 bytes)
     links: list[Link] | None = None
     if parsed.string_values:
         fm_entries = frontmatter_entries(parsed)

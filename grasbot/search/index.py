@@ -42,6 +42,11 @@ is the same family of signals, reworked where the original was known to fail):
   from a name (title, alias, slug) that five times as many notes hold is looked for as that name too
   (`cliper` stems to `clip`, a word of one note, where the vault names `clipper`; `stats["respelled"]`):
   the name ranks as a confident correction, the word as typed as an unconfident one, no evidence added.
+- **Word families** (`grasbot.search.lexicon.family`): another form of a question word that the French
+  stemmer leaves apart (`financier` stems to `financi`, `financière` to `financier`, `finance` to
+  `financ`; `vidéo` to `video`, `vidéos` to `videos`) and the vault holds ranks as that word at
+  `lexicon.FAMILY_WEIGHT` and is evidence like a synonym, but only beyond what the word as typed counts in
+  the same note (`_beside_original`): a note holding both forms scores the better one, not their sum.
 - **grounded**: the evidence of the best direct note, its BM25F score as a share of the score of an ideal
   note holding every question token strongly, must reach `GROUND_EVIDENCE`. Each token weighs its IDF and
   tokens the vault has never seen weigh the most, so "Quel temps fait-il demain ?" sharing `temps` with a
@@ -82,7 +87,7 @@ import numpy as np
 from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
 from grasbot.model import Note, visible_to_visitors
 from grasbot.text import name_key_fast
-from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_word_tokens, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
+from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
 from grasbot.vault import LinkChange
 
 # -- constants (starting points from the original scoring, reworked where measurement said so) -----------------
@@ -255,8 +260,9 @@ _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 def _headings(note: Note) -> list[str]:
     """The note's section titles (from the vault's parse, else read from the body)."""
-    if note.headings:
-        return [h.text for h in note.headings]
+    headings = note.headings
+    if headings:
+        return [h.text for h in headings]
     return _HEADING.findall(note.reader_body)
 
 
@@ -300,7 +306,7 @@ class _Reader:
     vault has a few thousand distinct words, so a body is counted and mapped with C-level passes,
     `token_counts` without its strings, and a build maps short texts the same way)."""
 
-    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "bulk", "redact")
+    __slots__ = ("tids_of", "terms", "short", "repeats", "raw", "multi", "bulk", "redact")
 
     def __init__(
         self, tids_of: Any, terms: list[str], bulk: bool = True, redact: Callable[[str, str], str] | None = None
@@ -315,6 +321,8 @@ class _Reader:
         self.short: dict[str, tuple[int, ...]] = {}  # text -> its distinct tokens' ids, in token order
         self.repeats: dict[str, tuple[int, ...]] = {}  # text -> every token's id, when one repeats
         self.raw: dict[bytes, int] = {SEPARATOR: _SEPARATOR_ID}  # raw word -> term id (0: stop word, -1: several tokens)
+        # a raw word of several tokens -> them (here, not in the tokenizer's cache, which would keep them)
+        self.multi: dict[bytes, tuple[str, ...]] = {}
 
     def phrase(self, text: str, keep: bool = True) -> tuple[int, ...]:
         """The distinct tokens of a short text as term ids, ordered as the tokens are; kept for the next
@@ -352,7 +360,7 @@ class _Reader:
                 if tid > 0 or tid == _SEPARATOR_ID:
                     expanded.append(tid)
                 elif tid == -1:
-                    expanded += self.tids_of(raw_word_tokens(word))
+                    expanded += self.tids_of(self.multi[word])
             ids = expanded
         out: list[tuple[int, ...] | None] = list(found)
         terms = self.terms
@@ -390,7 +398,7 @@ class _Reader:
             tids, values = list(tids), list(values)
             for word, count in counts.items():
                 if raw[word] == -1:
-                    extra = self.tids_of(raw_word_tokens(word))
+                    extra = self.tids_of(self.multi[word])
                     tids.extend(extra)
                     values.extend([count] * len(extra))
             values = [c for t, c in zip(tids, values) if t != -1]
@@ -409,6 +417,8 @@ class _Reader:
                 firsts.append(tokens[0])
             else:
                 raw[word] = -1 if tokens else 0
+                if tokens:
+                    self.multi[word] = tokens
         for word, tid in zip(singles, self.tids_of(firsts)):
             raw[word] = tid
 
@@ -449,7 +459,8 @@ class _Reader:
         if self.redact is not None:
             body = self.redact(body, note.path)
         lead = _lead(body)
-        lead_ids = list(self.phrase(lead, keep=False)) if lead else []
+        # (as the short texts, in bulk: `phrase` would fill the tokenizer's caches with the vault's lead words)
+        lead_ids = list(self.phrases([lead], [None], 1)[0]) if lead else []
         if lead_ids and not set(found[0] or ()).intersection(lead_ids):
             lead_ids = []  # a first paragraph that does not name the note's subject is no definition of it
         field_sizes = (sizes[0], sum(sizes[1:a]), sizes[a], sum(sizes[a + 1 : b]), sum(sizes[b:c]), sum(sizes[c:]), len(lead_ids))
@@ -763,10 +774,17 @@ def _bonus_points(doc: _Doc) -> float:
     return bonus
 
 
+def _outgoing_of(vault: IndexedVault) -> Callable[[str], Sequence[str]] | None:
+    """How to ask `vault` for a note's outgoing links: the tuples it keeps when it gives them
+    (`Vault.outgoing_paths`: held, not copied), else `outgoing`; None for a vault without a link graph."""
+    return getattr(vault, "outgoing_paths", None) or getattr(vault, "outgoing", None)
+
+
 def _outgoing(outgoing: Any, path: str) -> tuple[str, ...]:
     """The note's outgoing link targets; a vault without a link graph: none (no expansion, no crash)."""
     try:
-        return tuple(outgoing(path)) if outgoing else ()
+        found = outgoing(path) if outgoing else ()
+        return found if found.__class__ is tuple else tuple(found)
     except Exception:
         return ()
 
@@ -836,7 +854,8 @@ class SearchIndex:
         self._ph_tok_of = _Grow([], np.int32)  # ... and the phrase of each
         self._ph_beg = _Grow([], np.int64)  # slot -> its phrases [beg, end)
         self._ph_end = _Grow([], np.int64)
-        self._groups: dict[tuple[str, ...], int] = {}
+        # alias token ids -> its group; None once a build is done (`_alias_groups` rebuilds it for an update)
+        self._groups: dict[tuple[int, ...], int] | None = {}
         self._group_count = _Grow([], np.int64)  # notes holding each alias: an alias held by k notes counts 1/k
         self._q_off = np.zeros(2, dtype=np.int64)
         self._q_phrase = _EMPTY_I
@@ -848,6 +867,7 @@ class SearchIndex:
         self._floor: float | None = None  # the least priority/MOC bonus of any note, until a change
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections: dict[tuple[str, str], _spelling.Correction | None] = {}  # reset on change
+        self._families: dict[str, list[str]] = {}  # question token -> its family in the vocabulary, until a change
 
     # -- building ------------------------------------------------------------------------------------
     @classmethod
@@ -898,7 +918,7 @@ class SearchIndex:
         for path in sorted(reread - change.changed):
             if path in self._slot_of and path in notes:
                 self._set_note(vault, path, notes[path])
-        outgoing = getattr(vault, "outgoing", None)
+        outgoing = _outgoing_of(vault)
         for path in sorted(change.relinked):
             slot = self._slot_of.get(path)
             if slot is not None:
@@ -1019,7 +1039,7 @@ class SearchIndex:
         ph_group: list[int] = []
         ph_lists = (ph_kind, ph_len, ph_tok, ph_group, ph_count)
         ph_arrays = [np.zeros(0, dtype=dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32)]  # (`_compact`)
-        groups = self._groups
+        groups: dict[tuple[int, ...], int] = {}
         setgroup = groups.setdefault
         self._redact = getattr(vault, "visitor_text", None)
         read = _Reader(self._tids, self._terms, redact=self._redact).read
@@ -1144,6 +1164,8 @@ class SearchIndex:
         g = ph_group
         self._ph_group = _Grow(g, np.int32)
         self._group_count = _Grow(np.bincount(g[g >= 0], minlength=len(groups)), np.int64)
+        self._groups = None  # (its keys are in the arrays: only an update needs it, `_alias_groups`)
+        del groups
         # Term -> its phrases, ascending: tokens are listed phrase after phrase and a phrase's tokens are
         # distinct, so a stable sort by term alone orders each term's phrases.
         self._q_off = _csr(qt, len(self._terms) + 1)
@@ -1154,9 +1176,12 @@ class SearchIndex:
 
         self._bonus = _Grow([_bonus_points(d) for d in docs], np.float64)
         self._hub = _Grow([d.is_moc for d in docs], bool)
-        outgoing = getattr(vault, "outgoing", None)
+        outgoing = _outgoing_of(vault)
         for d in docs:
             d.out = _outgoing(outgoing, d.note.path)
+        forget = getattr(vault, "forget_lookups", None)
+        if forget is not None:  # (what reading every note through `visitor_text` filled: `Vault.forget_lookups`)
+            forget()
         self._stale = True
         self._refresh()
 
@@ -1321,8 +1346,9 @@ class SearchIndex:
                 self._q_over[tid] = np.append(self._phrase_postings(tid), np.int32(pid))
             group = -1
             if kind == _K_ALIAS:
-                group = self._groups.setdefault(tokens, len(self._groups))
-                self._group_count.resize(len(self._groups))
+                groups = self._alias_groups()
+                group = groups.setdefault(tokens, len(groups))
+                self._group_count.resize(len(groups))
                 self._group_count.a[group] += 1
             self._ph_group.extend([group])
         self._ph_doc.extend([slot] * len(phrases[0]))
@@ -1334,6 +1360,22 @@ class SearchIndex:
         self._docs[slot] = doc
         self._slot_of[note.path] = slot
         self._n += 1
+
+    def _alias_groups(self) -> dict[tuple[int, ...], int]:
+        """Alias token ids (a phrase's distinct term ids, in order) -> its group: what the build numbered,
+        read back from the phrase arrays on the first update (a build does not keep it: some MiB on 10k
+        notes, that only an update that adds an alias needs). Every group a phrase ever had is there."""
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = {}
+            group = self._ph_group.view()
+            lengths = self._ph_len.view().astype(np.int64)
+            starts = np.cumsum(lengths) - lengths
+            tokens = self._ph_tok.view()
+            for pid in np.flatnonzero(group >= 0).tolist():
+                start = int(starts[pid])
+                groups.setdefault(tuple(tokens[start : start + int(lengths[pid])].tolist()), int(group[pid]))
+        return groups
 
     def _refresh(self) -> None:
         """Recompute what depends on the whole vault (IDF, length norms, phrase weights, id order)."""
@@ -1373,24 +1415,32 @@ class SearchIndex:
         # A hub (MOC) names a collection, not a subject: its title, slug and aliases (often the subjects of
         # the notes it gathers) must not outrank the note about the subject when that one matches too.
         hub = self._hub.view()
-        if hub.any():
-            full = np.where(hub[self._ph_doc.view()] & (kind <= _K_ALIAS), full * HUB_NAME_SHARE, full)  # title, slug, alias
+        if hub.any():  # (in place: no second array of every phrase at the build's peak)
+            full[hub[self._ph_doc.view()] & (kind <= _K_ALIAS)] *= HUB_NAME_SHARE  # title, slug, alias
         self._ph_full = full
         self._ph_partial = _PARTIAL_BY_KIND_F16[kind]  # (0 or 5 points: exact on 2 bytes)
         # A word's rarity among the titles (its IDF over titles, over that of a word in no title): a part
         # of a title is a sign of the subject only when few titles share it ("Obsidian" in half the titles
         # says nothing of which page a question is about).
         # A title is live when it lies in its note's run (a note that left, or was re-read, has others).
-        pid = np.arange(m)
+        # (By runs of phrases, as the norms: the per-phrase transients stay small.)
         owner = self._ph_doc.view()
-        live_title = (self._ph_beg.a[owner] <= pid) & (pid < self._ph_end.a[owner]) & (kind == _K_TITLE)
+        live_title = np.empty(m, dtype=bool)
+        for lo in range(0, m, step):
+            pid = np.arange(lo, min(lo + step, m))
+            at = owner[lo : lo + step]
+            live_title[lo : lo + step] = (self._ph_beg.a[at] <= pid) & (pid < self._ph_end.a[at]) & (kind[lo : lo + step] == _K_TITLE)
         # Titles holding each term (a word twice in one title counts twice: rare, and not worth a sort).
         t_df = np.bincount(qt[live_title[qp]], minlength=v).astype(np.float64)
         titles = float(np.count_nonzero(live_title)) or 1.0
         self._title_rarity = np.log1p((np.maximum(titles - t_df, 0.0) + 0.5) / (t_df + 0.5)) / math.log1p((titles + 0.5) / 0.5)
-        del pid, owner, live_title, t_df
+        del owner, live_title, t_df
         # A title's own mass, its words by their rarity among titles (`TITLE_NAMED_SHARE`), in token order.
-        self._ph_rare = np.bincount(qp, weights=self._idf[qt] * self._title_rarity[qt], minlength=m)
+        weights = self._idf * self._title_rarity  # (per term: the same products as per token)
+        rare = np.empty(m)
+        for lo, first, end in zip(range(0, m, step), starts, starts[1:]):
+            rare[lo : lo + step] = np.bincount(qp[first:end] - lo, weights=weights[qt[first:end]], minlength=min(step, m - lo))
+        self._ph_rare = rare
         self._ph_answer = kind == _K_ANSWER
         self._ph_best_of = (kind == _K_ALIAS) | self._ph_answer
         self._ph_doc_view = self._ph_doc.view()
@@ -1401,6 +1451,7 @@ class SearchIndex:
         self._wcache = {}
         self._nb_cache: dict[int, list[int]] = {}
         self._corrections = {}
+        self._families = {}
         self._speller = None  # the vocabulary may have changed: rebuilt on the next unknown word
         self._floor = None
         self._stale = False
@@ -1563,6 +1614,17 @@ class SearchIndex:
         for e in _lexicon.expand(originals, vocab, keep=common):
             if soft.setdefault(e.term, (e.weight, EXPANSION_EVIDENCE, e.source))[2] == e.source and len(e.sources) > 1:
                 also_for[e.term] = e.sources[1:]
+        # Another form of a question word the stemmer leaves apart (`financier` / `financ` of `finance`,
+        # `video` / `videos`): the same word, ranked at FAMILY_WEIGHT, never on top of the word as typed
+        # in a note that holds both (`_beside_original`).
+        family_of: dict[str, int] = {}  # family term -> the term id of the question word it is a form of
+        for t in originals:
+            if t not in common:
+                for other in self._family(t):
+                    if other not in soft:  # a correction or a synonym of the table comes first
+                        soft[other] = (_lexicon.FAMILY_WEIGHT, EXPANSION_EVIDENCE, t)
+                        if t in vocab:
+                            family_of[other] = vocab[t]
         soft = {t: v for t, v in soft.items() if t not in originals}
         if soft:
             unique = sorted(set(originals) | set(soft))
@@ -1593,6 +1655,8 @@ class SearchIndex:
             w = recs[0][_T_W] if single else np.concatenate([rec[_T_W] for rec in recs])
             we = recs[0][_T_WE] if single else np.concatenate([rec[_T_WE] for rec in recs])
             n_words = len(originals) + len(corrected)
+            if family_of.keys() & soft.keys():
+                w, we = self._beside_original(family_of, soft, known_terms, recs, doc_ids, w, we, slots)
             # grounding: a word held in a body only is weak evidence unless corroborated (grasbot/search/grounding.py).
             any_passing = any(rec[_T_ANY_PASSING] for rec in recs)
             if soft or (any_passing and n_words >= 2):
@@ -1768,6 +1832,47 @@ class SearchIndex:
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _family(self, token: str) -> list[str]:
+        """`lexicon.family` of a question token in the index's vocabulary, cached until the next change."""
+        found = self._families.get(token)
+        if found is None:
+            if len(self._families) >= 4096:
+                self._families.clear()
+            found = self._families[token] = _lexicon.family(token, self._vocab)
+        return found
+
+    def _beside_original(
+        self,
+        family_of: Mapping[str, int],
+        soft: Mapping[str, tuple[float, float, str]],
+        known_terms: Sequence[str],
+        recs: Sequence[tuple[Any, ...]],
+        doc_ids: np.ndarray,
+        w: np.ndarray,
+        we: np.ndarray,
+        slots: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The postings' ranking and evidence weights (`w`, `we`, concatenated in `known_terms` order)
+        with each family term's counting in a note only beyond what the question word it is a form of
+        counts there: a note scores the better of the two forms, not their sum (`video` and `videos` in
+        one note are one word said twice, which BM25 already saturates). Copies; the cached term
+        weights are left as they are."""
+        w, we = w.copy(), we.copy()
+        start = 0
+        for t, rec in zip(known_terms, recs):
+            size = rec[_T_DOCS].size
+            if t in family_of and t in soft:
+                rank_weight, evidence_weight, _word = soft[t]
+                original = self._term(family_of[t])
+                at = slice(start, start + size)
+                for weights, column, share in ((w, _T_W, rank_weight), (we, _T_WE, evidence_weight)):
+                    held = np.zeros(slots)
+                    held[original[_T_DOCS]] = original[column]
+                    # share x (what is left) = max(0, share x this form - the original's own weight)
+                    weights[at] = np.maximum(0.0, weights[at] - held[doc_ids[at]] / share)
+            start += size
+        return w, we
 
     def _bonus_floor(self) -> float:
         """The least `priority`/MOC bonus of any note: a note with evidence drops to zero or below only

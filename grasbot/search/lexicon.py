@@ -26,6 +26,11 @@ A line of the `English -> French` section is a translation: the same word in the
 it ranks at `TRANSLATION_WEIGHT`, above a synonym (`EXPANSION_WEIGHT`); it still counts as evidence at a
 discount, like every expansion.
 
+Beside the table, `family`: the other forms of a question word that the vault itself holds and the
+Snowball stemmer leaves on another stem (a plural `-s` after a vowel, `-ier`/`-ière`, a verb's `-age`,
+`-eur`, `-ique`, `-able`): no list of words, a few look-ups of the root with each ending; ranked at
+`FAMILY_WEIGHT` by the search engine.
+
 English triggers are tokenized by the French stemmer like every question word, so an English word whose
 stem is also a French word (`pay`/`pays`, `career`/`car`, `role`/`rôle`, `switch`) is left out: it
 would expand French questions too.
@@ -43,7 +48,7 @@ from functools import lru_cache
 
 from grasbot.search.tokenize import tokenize
 
-__all__ = ["EXPANSION_WEIGHT", "FAMILY_WEIGHT", "TRANSLATION_WEIGHT", "Expansion", "expand", "knows", "entries"]
+__all__ = ["EXPANSION_WEIGHT", "FAMILY_ENDINGS", "FAMILY_MIN_ROOT", "FAMILY_WEIGHT", "TRANSLATION_WEIGHT", "Expansion", "entries", "expand", "family", "knows"]
 
 #: The ranking weight of an expansion, relative to an original question word (1.0).
 EXPANSION_WEIGHT = 0.5
@@ -381,3 +386,30 @@ def expand(
         w, source = found[term]
         out.append(Expansion(term, w, source, (source, *sorted(reached[term] - {source}))))
     return out
+
+
+# -- word families the stemmer leaves apart ------------------------------------------------------------
+#: Endings French Snowball leaves on a stem where another form of the same word loses them: the plural
+#: `-s` after a vowel (`video` / `videos`, `menu` / `menus`), the `-ier` / `-ière` adjectives (`financier`
+#: stems to `financi`, `financière` to `financier`, `finance` and `financement` to `financ`), the nouns
+#: and adjectives a verb forms (`affich` / `affichag` / `afficheur`, `graph` / `graphiqu`, `cliqu` /
+#: `cliquabl`). Measured on every question set of benchmarks/compare_quality.py (benchmarks/README.md,
+#: "Fourth round"): `-er`, `-at` and `-u` each lose a question (`derni`/`dernier`, `form`/`format`), and
+#: `-ur`, `-it`, `-el`, `-uel`, `-nel`, `-ent`, `-on`, `-ion`, `-is` gain none: left out.
+FAMILY_ENDINGS: tuple[str, ...] = ("s", "i", "ier", "ag", "eur", "iqu", "abl")
+#: The shortest root a family is built on: `port` / `portion`, `vers` / `version`, `comm` / `comment` are
+#: other words; five letters keep them apart. Measured: four trades two hit@1 (`derni` / `dernier` among
+#: them) for one hit@1 and two hit@5 elsewhere; six gains nothing more than five.
+FAMILY_MIN_ROOT = 5
+
+
+def family(token: str, vocabulary: Container[str]) -> list[str]:
+    """The other forms of the question token `token` that `vocabulary` (the index's terms) holds, sorted:
+    its root (`token` less one of `FAMILY_ENDINGS`, at least `FAMILY_MIN_ROOT` letters) and the root with
+    each ending. A few dictionary look-ups a word, no table: the vault's own words are the family."""
+    roots = [token[: len(token) - len(e)] for e in FAMILY_ENDINGS if token.endswith(e) and len(token) - len(e) >= FAMILY_MIN_ROOT]
+    if len(token) >= FAMILY_MIN_ROOT:
+        roots.append(token)
+    found = {root + e for root in roots for e in ("", *FAMILY_ENDINGS)}
+    found.discard(token)
+    return sorted(t for t in found if t in vocabulary)

@@ -84,9 +84,13 @@ class Service:
         self.sessions = SessionIds(settings.session_key.encode() if settings.session_key else session_key(self.state_dir))
         # With Redis (several machines or containers, docs/deploy.md), memory, reload announcements and
         # admission limits are shared through it; without, they live in this process and the stamp file.
+        # A generation slot is a lease that comes back by itself when its holder vanished; it must outlast
+        # the longest an answer holds it: LLM_TIMEOUT per generation, and GRASBOT_VERIFY_POLICY=retry may
+        # generate twice. A shorter lease would hand a slow answer's slot to another while it still runs.
+        generations = 2 if settings.verify_policy == "retry" else 1
         limits = LimitsConfig(
             rate=settings.rate_limit, period=60.0, burst=settings.rate_burst,
-            max_generations=settings.max_generations, lease_seconds=settings.llm_timeout + 30,
+            max_generations=settings.max_generations, lease_seconds=generations * settings.llm_timeout + 30,
         )  # fmt: skip
         self.redis: Any | None = None
         announcer: FileAnnouncer | RedisAnnouncer

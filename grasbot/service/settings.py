@@ -163,8 +163,8 @@ class Settings(BaseSettings):
     # replicas that share no folder must share it, or a follow-up sent to another replica than the first
     # starts a new conversation (docs/deploy.md); unset: the key made once in the state folder
     session_key: str | None = _setting("GRASBOT_SESSION_KEY", None, "the secret, 32 characters at least, that signs session ids, the same on every replica (default: a key made in GRASBOT_STATE_DIR); make one with: python3 -c 'import secrets; print(secrets.token_hex(32))'", secret=True, min_length=32)
-    rate_limit: int = _setting("GRASBOT_RATE_LIMIT", 30, "questions per minute per visitor address, 429 above (0: no limit)", ge=0, le=1_000_000)
-    rate_burst: int = _setting("GRASBOT_RATE_BURST", 10, "questions a visitor may send at once above the steady rate", ge=1, le=1_000_000)
+    rate_limit: int = _setting("GRASBOT_RATE_LIMIT", 30, "questions per minute per visitor address once its burst is spent, 429 above (0: no limit)", ge=0, le=1_000_000)
+    rate_burst: int = _setting("GRASBOT_RATE_BURST", 10, "questions a visitor may send at once before the steady rate applies", ge=1, le=1_000_000)
     max_generations: int = _setting("GRASBOT_MAX_GENERATIONS", 8, "answers generated at once, over every replica with Redis; 429 above (0: no cap)", ge=0, le=100_000)
     # the stream
     stream_retry_ms: int = _setting("STREAM_RETRY_MS", 86_400_000, "the `retry:` that opens every /ask/stream: how long a browser waits before it reconnects, in ms (a day)", ge=0)
