@@ -65,6 +65,10 @@ SETS: tuple[tuple[str, Path, Path, bool], ...] = (
     # issue 17, third round: written by another helper who never saw the engine, opened only after the
     # definition field and the abstention shapes were final; run once before and once after them
     ("help-fr-fresh3", CORPORA / "obsidian-help-fr", HERE / "questions-fresh3-obsidian-help-fr.yaml", True),
+    # issue 17, fourth round: written by another helper who never saw the engine, opened only after the
+    # fourth round's rules were final; run once on the session's first commit and once after, never tuned on
+    ("grasbot-fresh4", CORPORA / "grasbot-vault", HERE / "questions-fresh4-grasbot-vault.yaml", True),
+    ("help-fr-fresh4", CORPORA / "obsidian-help-fr", HERE / "questions-fresh4-obsidian-help-fr.yaml", True),
 )
 ENGINES = ("engine", "bm25", "original")
 KEEP = 10
