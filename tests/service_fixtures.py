@@ -123,9 +123,13 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
     capture = LogCapture()
     root = logging.getLogger()
     levels = {name: logging.getLogger(name).level for name in _LOGGERS}
+    # uvicorn's own logging config (any `uvicorn.Config` built with its default `log_config`, in this
+    # process, earlier) leaves its loggers not propagating: the capture on the root would miss them.
+    propagate = {name: logging.getLogger(name).propagate for name in _LOGGERS}
     root.addHandler(capture)
     for name in _LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if name.startswith("grasbot") else logging.INFO)
+        logging.getLogger(name).propagate = True
     # proto must say TCP: asyncio sets TCP_NODELAY on accepted sockets only then, and without it every
     # response waits 40 ms for a delayed ACK (Nagle), which made the tests ten times slower.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -165,6 +169,7 @@ def run_server(settings: Settings, vault_dir: Path | None = None) -> Iterator[Ru
         root.removeHandler(capture)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+            logging.getLogger(name).propagate = propagate[name]
 
 
 def wait_for_health(client: httpx.Client, proc: Any, log_path: Path, timeout: float = 30.0) -> None:

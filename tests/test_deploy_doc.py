@@ -177,7 +177,7 @@ def test_the_settings_table_gives_the_defaults_in_force(monkeypatch: pytest.Monk
     monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
     monkeypatch.delenv("VAULTTOOLS_CACHE_DIR", raising=False)
     columns = dict(_defaults(rows))
-    assert columns["FORWARDED_ALLOW_IPS"].startswith(f"`{uvicorn.Config(app=None).forwarded_allow_ips}`")
+    assert columns["FORWARDED_ALLOW_IPS"].startswith(f"`{uvicorn.Config(app=None, log_config=None).forwarded_allow_ips}`")
     assert columns["VAULTTOOLS_CACHE_DIR"].startswith(f"`{cache_dir(Path('VAULT'))}`")
 
 
