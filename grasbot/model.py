@@ -327,15 +327,15 @@ class Note:
         self._links = value
         self._link_entries = None
 
-    def _link_targets(self) -> list[str] | tuple[str, ...]:
+    def link_targets(self) -> list[str] | tuple[str, ...]:
         """`[link.target for link in self.links]`, without building the links."""
         entries = self._link_entries
         if entries is not None:
             return entries[1::8]
         return [link[1] for link in self._links]  # type: ignore[union-attr]
 
-    def _body_link_targets(self) -> list[str] | tuple[str, ...]:
-        """`_link_targets()` of the links written in the body (not the frontmatter's `"[[x]]"` values)."""
+    def body_link_targets(self) -> list[str] | tuple[str, ...]:
+        """The targets of the links written in the body (not the frontmatter's `"[[x]]"` values)."""
         entries = self._link_entries
         if entries is not None:
             kinds = entries[4::8]
@@ -461,7 +461,7 @@ class Note:
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
 
     def __repr__(self) -> str:
-        links = len(self._link_targets())
+        links = len(self.link_targets())
         return f"Note(path={self.path!r}, id={self.id!r}, has_frontmatter={self.has_frontmatter!r}, links={links})"
 
     # -- typed accessors (never raise) -------------------------------------------------------------

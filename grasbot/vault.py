@@ -777,7 +777,7 @@ class Vault:
         src_keys = self._src_keys
         broken = LinkStatus.BROKEN
         for path, note in self.notes.items():
-            targets = note._link_targets()
+            targets = note.link_targets()
             if not targets:
                 continue
             keys = set(map(key_of.__getitem__, targets))
@@ -945,7 +945,7 @@ class Vault:
             names = self._hidden_names = (hidden, self._resolver.names_of(hidden))
         note = self.notes.get(source)
         if note is not None and type(self.readers.reader_for(source)) is MarkdownReader and text == note.body:
-            parsed: Iterable[str] = note._body_link_targets()
+            parsed: Iterable[str] = note.body_link_targets()
         else:
             parsed = [entry[1] for entry in scan_body(text, 1, keep=False)[0]]
         return self._resolver.may_find(filter(None, chain(parsed, text_link_targets(text))), names[1])
