@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from vaulttools.commands._common import CliError
+from vaulttools.evaluation import summarise
 
 if TYPE_CHECKING:
     from grasbot.service.service import Answer, Service
@@ -130,13 +131,7 @@ class AnswerReport:
     items: list[AnswerResult] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        out = answer_metrics(self.items)
-        times = [r.elapsed_ms for r in self.items]
-        out["ms_per_answer"] = round(statistics.median(times), 1) if times else None
-        kinds = sorted({r.question.kind for r in self.items if r.question.kind})
-        if kinds:
-            out["by_kind"] = {kind: answer_metrics([r for r in self.items if r.question.kind == kind]) for kind in kinds}
-        return out
+        return summarise(self.items, answer_metrics, "ms_per_answer", 1)
 
     @property
     def failures(self) -> list[AnswerResult]:

@@ -91,13 +91,7 @@ class Report:
     items: list[ItemResult] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        out = _metrics(self.items)
-        times = [item.elapsed_ms for item in self.items]
-        out["ms_per_query"] = round(statistics.median(times), 4) if times else None
-        kinds = sorted({item.question.kind for item in self.items if item.question.kind})
-        if kinds:
-            out["by_kind"] = {kind: _metrics([i for i in self.items if i.question.kind == kind]) for kind in kinds}
-        return out
+        return summarise(self.items, _metrics, "ms_per_query", 4)
 
     def as_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "items": [item.as_json() for item in self.items]}
@@ -105,6 +99,19 @@ class Report:
 
 def _share(values: Sequence[bool]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
+
+
+def summarise(items: Sequence[Any], metrics: Callable[[Sequence[Any]], dict[str, Any]], time_key: str, digits: int) -> dict[str, Any]:
+    """`metrics(items)`, the median of the items' `elapsed_ms` under `time_key` (rounded to `digits`), and
+    `by_kind` (the same metrics per question kind) when the set has kinds: the summary of a retrieval
+    `Report` and of an answer report (vaulttools/answering.py) alike."""
+    out = metrics(items)
+    times = [item.elapsed_ms for item in items]
+    out[time_key] = round(statistics.median(times), digits) if times else None
+    kinds = sorted({item.question.kind for item in items if item.question.kind})
+    if kinds:
+        out["by_kind"] = {kind: metrics([i for i in items if i.question.kind == kind]) for kind in kinds}
+    return out
 
 
 def _metrics(items: Sequence[ItemResult]) -> dict[str, Any]:
