@@ -307,6 +307,22 @@ def test_a_lone_mention_in_passing_does_not_ground_a_question(tmp_path: Path) ->
     assert index.search("A-t-il parcouru le GR3 en 2024 ?").grounded
 
 
+#: Help pages that only fill a small help vault's vocabulary.
+_HELP_FILLER = {
+    "onglets": ("Onglets", "Ouvrir, fermer et épingler des onglets."),
+    "plier": ("Plier", "Plier une section pour masquer son contenu."),
+    "coffre": ("Créer un coffre", "Un coffre est un dossier de notes."),
+    "themes": ("Thèmes", "Changer les couleurs de l'interface."),
+}
+
+
+def _write_titled(root: Path, notes: dict[str, tuple[str, str]]) -> Path:
+    """`root` with a note `name.md` of that title and body for each of `notes`."""
+    for name, (title, body) in notes.items():
+        (root / f"{name}.md").write_text(f"---\ntitle: \"{title}\"\n---\n\n{body}\n", encoding="utf-8")
+    return root
+
+
 def _git_vault(root: Path) -> Path:
     """A help vault where one note says "pousser" again and again in its body (git push), another names
     "Pousser" in a heading, and the rest fill the vocabulary."""
@@ -315,14 +331,9 @@ def _git_vault(root: Path) -> Path:
         "synchroniser": ("Synchroniser vos notes", "Avec git, poussez les modifications. Pousser souvent. "
                          "Il faut pousser puis récupérer les modifications, et pousser encore."),
         "publier": ("Publier", "## Pousser vers le site\n\nPousser les pages vers le site publié."),
-        "onglets": ("Onglets", "Ouvrir, fermer et épingler des onglets."),
-        "plier": ("Plier", "Plier une section pour masquer son contenu."),
-        "coffre": ("Créer un coffre", "Un coffre est un dossier de notes."),
-        "themes": ("Thèmes", "Changer les couleurs de l'interface."),
+        **_HELP_FILLER,
     }
-    for name, (title, body) in notes.items():
-        (root / f"{name}.md").write_text(f"---\ntitle: \"{title}\"\n---\n\n{body}\n", encoding="utf-8")
-    return root
+    return _write_titled(root, notes)
 
 
 def test_a_plain_word_a_body_repeats_does_not_ground_an_unseen_subject(tmp_path: Path) -> None:
@@ -758,14 +769,9 @@ def _help_vault(root: Path, graph_lead: str) -> Path:
         "vue-graphique": ("Vue graphique", f"{graph_lead}\n\n## Réglages\n\nLes filtres, les groupes et les forces de la vue."),
         "liens": ("Liens internes", "Créer des liens entre les notes avec des crochets.\n\n## Usages\n\nLes liens "
                   "servent aussi à visualiser les relations entre les notes."),
-        "onglets": ("Onglets", "Ouvrir, fermer et épingler des onglets."),
-        "plier": ("Plier", "Plier une section pour masquer son contenu."),
-        "coffre": ("Créer un coffre", "Un coffre est un dossier de notes."),
-        "themes": ("Thèmes", "Changer les couleurs de l'interface."),
+        **_HELP_FILLER,
     }
-    for name, (title, body) in notes.items():
-        (root / f"{name}.md").write_text(f"---\ntitle: \"{title}\"\n---\n\n{body}\n", encoding="utf-8")
-    return root
+    return _write_titled(root, notes)
 
 
 def test_a_note_definition_ranks_it_for_its_own_words(tmp_path: Path) -> None:
