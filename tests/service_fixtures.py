@@ -11,6 +11,7 @@ import atexit
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -204,16 +205,18 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def stop_process(proc: subprocess.Popen) -> None:
-    """Stop a `grasbot serve` started by a test: SIGTERM (a clean uvicorn shutdown), SIGKILL if it hangs."""
-    proc.terminate()
+def stop_process(proc: subprocess.Popen, stop: signal.Signals = signal.SIGTERM, timeout: float = 20) -> None:
+    """Stop a server a test started: `stop` (SIGTERM: a clean uvicorn shutdown; nginx's graceful one is
+    SIGQUIT), SIGKILL if it hangs past `timeout`, then close the pipes the test read it through."""
+    proc.send_signal(stop)
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
-    if proc.stdout:
-        proc.stdout.close()
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
 
 
 #: Variables of the test runner's environment that must not reach a `grasbot serve` under test.

@@ -27,7 +27,7 @@ from grasbot.service.cli import build_parser
 from grasbot.service.settings import ENV_VARIABLES
 from tests.fake_ollama import FakeOllama, faithful_reply
 from tests.redis_server import free_port
-from tests.service_fixtures import REPO, fake_ollama  # noqa: F401 - fixture
+from tests.service_fixtures import REPO, fake_ollama, stop_process  # noqa: F401 - fixture
 from tests.test_replicas import AUTH, RUST, cluster
 from tests.test_settings import _defaults, _table_rows, documented_default_matches
 
@@ -109,14 +109,7 @@ def running_nginx(folder: Path, site: str, port: int) -> Iterator[Path]:
                 time.sleep(0.05)
         yield folder
     finally:
-        proc.send_signal(signal.SIGQUIT)  # nginx's graceful stop
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        if proc.stderr:
-            proc.stderr.close()
+        stop_process(proc, signal.SIGQUIT, timeout=10)  # nginx's graceful stop
 
 
 def test_the_nginx_of_the_document_in_front_of_two_replicas(tmp_path: Path, fake_ollama: FakeOllama) -> None:
