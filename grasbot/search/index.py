@@ -77,6 +77,7 @@ import math
 import re
 import time
 from itertools import chain, compress
+import dataclasses
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -84,7 +85,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from grasbot.search import grounding as _grounding, lexicon as _lexicon, spelling as _spelling
+from grasbot.search import grounding as _grounding, lexicon as _lexicon, semantic as _semantic, spelling as _spelling
 from grasbot.model import Note, visible_to_visitors
 from grasbot.text import name_key_fast
 from grasbot.search.tokenize import SEPARATOR, raw_word_counts, raw_words_of, raw_words_tokens, stem, token_counts, tokenize, words
@@ -1555,6 +1556,10 @@ class SearchIndex:
         # computed once per term until the next change (`_term`), and reasons only for the returned notes.
         started = time.perf_counter()
         k = self.config.top_k if top_k is None else top_k
+        want = k
+        ranker = _semantic.active()
+        if ranker is not None and 0 < k < _semantic.POOL:
+            k = _semantic.POOL  # the pool that `_rerank` re-orders; its first `want` are returned
         tokens = tuple(tokenize(query))
         unique = sorted(set(tokens))
         self._refresh()
@@ -1818,6 +1823,9 @@ class SearchIndex:
         grounded = evidence >= GROUND_EVIDENCE
         if self.config.min_score is not None and (not hits_out or hits_out[0].score < self.config.min_score):
             grounded = False
+        if ranker is not None and len(hits_out) > 1:
+            hits_out = self._rerank(ranker, query, hits_out[: _semantic.POOL]) + hits_out[_semantic.POOL :]
+        del hits_out[want:]
         stats = {
             "tokens": list(tokens),
             "vault_size": n,
@@ -1832,6 +1840,27 @@ class SearchIndex:
             "elapsed_ms": _ms(started),
         }
         return SearchResult(query, tokens, hits_out, grounded, stats)
+
+    def _rerank(self, ranker: _semantic.SemanticRanker, query: str, hits: list[Hit]) -> list[Hit]:
+        """`hits` re-ordered by `ranker` (grasbot/search/semantic.py), each with its cosine as a reason.
+        The passages are read as the index reads the notes: the visitor's text, without links to hidden
+        notes. A model that fails leaves the engine's order (logged): an answer never depends on it."""
+        passages = []
+        for hit in hits:
+            note = hit.note
+            title, body = note.title, note.reader_body
+            if self._redact is not None:
+                title, body = self._redact(title, note.path), self._redact(body, note.path)
+            passages.append(ranker.passage(title, note.aliases, body))
+        try:
+            order = ranker.rerank(query, [h.score for h in hits], passages)
+        except Exception as exc:  # noqa: BLE001 - a native model's failure must not fail a search
+            _semantic.log.warning("semantic re-ranking failed, engine order kept: %s", type(exc).__name__)
+            return hits
+        return [
+            dataclasses.replace(hits[i], score=round(score, 4), reasons=(*hits[i].reasons, f"semantic:{cos:.3f}"))
+            for i, score, cos in order
+        ]
 
     def _family(self, token: str) -> list[str]:
         """`lexicon.family` of a question token in the index's vocabulary, cached until the next change."""

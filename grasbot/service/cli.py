@@ -257,6 +257,12 @@ def _serve(args: argparse.Namespace) -> int:
         load_profile(settings.vault_dir, settings.profile)
     except ProfileError as error:
         return _fail(str(error))
+    try:  # GRASBOT_SEMANTIC=e5 without its library: one line, before any worker starts
+        from grasbot.search.semantic import SemanticUnavailable, check
+
+        check(settings.semantic)
+    except SemanticUnavailable as error:
+        return _fail(str(error))
     if not 1 <= args.port <= 65535:
         return _fail(f"--port must be between 1 and 65535, got {args.port}")
     if args.workers < 1:

@@ -30,6 +30,7 @@ from grasbot.answer.profile import Profile, ProfileError, load_profile
 from grasbot.answer.prompt import build_prompt
 from grasbot.answer.verify_policy import evidence_band
 from grasbot.llm import Generation, GenerationOptions, LLMBackend, LLMEmptyAnswer, LLMError, create_backend
+from grasbot.search import semantic
 from grasbot.search.filters import FilterConfig
 from grasbot.search.index import Hit, SearchConfig, SearchResult
 from grasbot.service.errors import ApiError
@@ -120,6 +121,9 @@ class Service:
         # (the announced version is read before the vault: a reload announced while this worker loads is followed)
         self.reloads = VaultReloads(self, announcer)
         self.privacy = settings.privacy()
+        # GRASBOT_SEMANTIC: every search of this process re-ranks (grasbot/search/semantic.py); a model that
+        # cannot be loaded stops the start (`grasbot serve` says so in one line before any worker starts)
+        semantic.configure(settings.semantic, store=settings.semantic_cache or semantic.default_store())
         self.snapshot = self.read_vault(self.reloads.first_version)
         # The answering profile (grasbot/answer/profile.py): a bad one stops the start with its error
         self.profile: Profile = load_profile(vault_dir, settings.profile)

