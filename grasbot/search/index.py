@@ -438,8 +438,13 @@ class _Reader:
             title, slug, aliases, answers, domains, tags = note.stem, "", [], [], [], []
         headings = _headings(note)
         # Fields in BM25F order: title, aliases, slug, answers, domains + tags, headings.
-        if self.redact is not None and ("[" in title or "<" in title):
-            title = self.redact(title, note.path)  # (a title may hold a link, as a body does)
+        if self.redact is not None:  # (a title, an alias or a sample question may hold a link, as a body does)
+            redact, path = self.redact, note.path
+            if "[" in title or "<" in title:
+                title = redact(title, path)
+            if any("[" in x or "<" in x for x in chain(aliases, answers)):
+                aliases = [redact(x, path) if "[" in x or "<" in x else x for x in aliases]
+                answers = [redact(x, path) if "[" in x or "<" in x else x for x in answers]
         texts = [title, *aliases, slug, *answers, *domains, *tags, *headings]
         found: list[tuple[int, ...] | None] = list(map(self.short.get, texts))
         a = 1 + len(aliases)  # the slug's place
@@ -1848,10 +1853,12 @@ class SearchIndex:
         passages = []
         for hit in hits:
             note = hit.note
-            title, body = note.title, note.reader_body
+            title, aliases, body = note.title, note.aliases, note.reader_body
             if self._redact is not None:
-                title, body = self._redact(title, note.path), self._redact(body, note.path)
-            passages.append(ranker.passage(title, note.aliases, body))
+                redact, path = self._redact, note.path
+                title, body = redact(title, path), redact(body, path)
+                aliases = [redact(a, path) for a in aliases]
+            passages.append(ranker.passage(title, aliases, body))
         try:
             order = ranker.rerank(query, [h.score for h in hits], passages)
         except Exception as exc:  # noqa: BLE001 - a native model's failure must not fail a search

@@ -17,6 +17,7 @@ replica. The result does not depend on what the cache holds: the cache only keep
 The blend, for the pool's notes: `score / best score + WEIGHT * z`, where `z` is the note's cosine to the
 question standardised over the pool (its spread floored at `SPREAD_FLOOR`, so that near-equal cosines
 reorder nothing). Cosines are rounded to 4 decimals first (the same order whatever the thread count).
+A question's vector is computed for each search (never kept: see `cosines`).
 
 Engine layer: numpy and the standard library; the model's library is imported by its adapter
 (`grasbot.search.e5`) only when the setting names it.
@@ -28,6 +29,7 @@ import hashlib
 import io
 import logging
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -57,7 +59,7 @@ __all__ = [
 log = logging.getLogger("grasbot.semantic")
 
 #: `GRASBOT_SEMANTIC` value -> "module:class" of its adapter (imported only when named).
-#: An adapter's module also has `require()`, which raises `SemanticUnavailable` when its library is missing.
+#: An adapter's class raises `SemanticUnavailable` when its library is missing or cannot load its model.
 MODELS: dict[str, str] = {"e5": "grasbot.search.e5:E5Embedder"}
 #: The values that turn re-ranking off.
 OFF = frozenset({"", "off", "none", "0", "false", "no"})
@@ -70,12 +72,17 @@ WEIGHT = 0.15
 SPREAD_FLOOR = 0.01
 #: A passage: the note's names and its first characters (e5 reads 512 tokens; about 350 here).
 PASSAGE_CHARS = 1400
+#: The most of a passage the names (title, aliases) take: a note with a long title or thousands of
+#: aliases must not make one search embed a megabyte.
+NAMES_CHARS = 300
 #: The longest question embedded (the service bounds questions well below it).
 QUERY_CHARS = 2000
 #: Vectors kept in memory (384 float32 each: about 30 MB at most).
 MEMORY_ENTRIES = 20_000
-#: Questions' vectors kept (an evaluation asks the same questions of several engines).
-QUERY_ENTRIES = 512
+#: The largest vector file read (a `.npy` of 384 float32 is 1,664 bytes).
+FILE_BYTES = 16_384
+#: How far from 1 a vector's norm may be (the models give unit vectors; a scaled one is not theirs).
+NORM_TOLERANCE = 1e-3
 
 
 class SemanticUnavailable(RuntimeError):
@@ -87,6 +94,8 @@ class Embedder(Protocol):
 
     #: Names the model and its version: part of every cached vector's key.
     name: str
+    #: The length of its vectors.
+    dim: int
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -95,17 +104,28 @@ class Embedder(Protocol):
 
 def default_store() -> Path:
     """`$GRASBOT_SEMANTIC_CACHE`, else `embeddings/` in the user's cache folder (`$XDG_CACHE_HOME` or `~/.cache`)."""
-    env = os.environ.get("GRASBOT_SEMANTIC_CACHE")
+    env = os.environ.get("GRASBOT_SEMANTIC_CACHE", "").strip()
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "grasbot" / "embeddings"
+    return Path(base).expanduser() / "grasbot" / "embeddings"
+
+
+def valid_vector(vec: np.ndarray, dim: int) -> bool:
+    """A finite float32 unit vector of `dim` values: what a model gives, and all a cache file may hold."""
+    return (
+        vec.dtype == np.float32 and vec.shape == (dim,) and bool(np.isfinite(vec).all())
+        and abs(float(np.dot(vec, vec)) - 1.0) <= 2 * NORM_TOLERANCE
+    )
 
 
 class _Store:
     """Vectors on disk, one `.npy` file per key (written atomically: replicas and processes share it).
-    A file that is not a finite float32 vector of the model's size is ignored and written again. A folder
-    that cannot be written turns the store off for the process, with one warning: re-ranking goes on."""
+    A file that is not a regular file of at most `FILE_BYTES`, or not a finite float32 unit vector of the
+    model's size, is ignored and written again; it is opened without blocking (a FIFO left there hangs
+    nothing). A folder that cannot be written turns the store off for the process, with one warning:
+    re-ranking goes on. Whoever can write the folder can write vectors that pass: it belongs to the same
+    people as the vault (docs/service.md)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -114,17 +134,24 @@ class _Store:
     def _file(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.npy"
 
-    def get(self, key: str, dim: int | None) -> np.ndarray | None:
+    def get(self, key: str, dim: int) -> np.ndarray | None:
         if not self.enabled:
             return None
         try:
-            with open(self._file(key), "rb") as f:
-                vec = np.load(f, allow_pickle=False)
-        except (OSError, ValueError, EOFError):
+            fd = os.open(self._file(key), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
             return None
-        if vec.dtype != np.float32 or vec.ndim != 1 or (dim is not None and vec.shape[0] != dim) or not np.isfinite(vec).all():
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > FILE_BYTES:
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                vec = np.load(io.BytesIO(f.read(FILE_BYTES + 1)), allow_pickle=False)
+        except (OSError, ValueError, EOFError, MemoryError):
             return None
-        return vec
+        finally:
+            os.close(fd)
+        return vec if isinstance(vec, np.ndarray) and valid_vector(vec, dim) else None
 
     def put(self, key: str, vec: np.ndarray) -> None:
         if not self.enabled:
@@ -148,18 +175,26 @@ class SemanticRanker:
         self.embedder = embedder
         self._store = _Store(store) if store is not None else None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._dim: int | None = None
         self._lock = threading.Lock()
 
     @staticmethod
     def passage(title: str, aliases: Sequence[str], body: str) -> str:
-        """The text a note is embedded from: its names, then the start of its body."""
+        """The text a note is embedded from: its names (cut at `NAMES_CHARS`), then the start of its body."""
         names = title + (" — " + ", ".join(aliases) if aliases else "")
-        return f"{names}\n{body[:PASSAGE_CHARS]}"
+        return f"{names[:NAMES_CHARS]}\n{body[:PASSAGE_CHARS]}"
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.embedder.name}\0passage\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _embed(self, texts: Sequence[str], queries: bool) -> np.ndarray:
+        """The model's rows for `texts`, checked: a model that gives anything but unit vectors of its size
+        is a failure (the caller keeps the engine's order), never a vector cached for good."""
+        dim = self.embedder.dim
+        rows = self.embedder.embed_queries(texts) if queries else self.embedder.embed_passages(texts)
+        rows = np.asarray(rows, dtype=np.float32)
+        if rows.shape != (len(texts), dim) or not all(valid_vector(r, dim) for r in rows):
+            raise ValueError(f"the model gave rows of shape {rows.shape}, not {len(texts)} unit vectors of {dim}")
+        return rows
 
     def _passage_vectors(self, texts: Sequence[str]) -> np.ndarray:
         keys = [self._key(t) for t in texts]
@@ -168,13 +203,13 @@ class SemanticRanker:
         for i, key in enumerate(keys):
             vec = self._vectors.get(key)
             if vec is None and self._store is not None:
-                vec = self._store.get(key, self._dim)
+                vec = self._store.get(key, self.embedder.dim)
             if vec is None:
                 missing.append(i)
             else:
                 found[key] = vec
         if missing:
-            new = np.asarray(self.embedder.embed_passages([texts[i] for i in missing]), dtype=np.float32)
+            new = self._embed([texts[i] for i in missing], queries=False)
             for i, vec in zip(missing, new):
                 found[keys[i]] = vec
                 if self._store is not None:
@@ -184,24 +219,14 @@ class SemanticRanker:
             self._vectors.move_to_end(key)
         while len(self._vectors) > MEMORY_ENTRIES:
             self._vectors.popitem(last=False)
-        matrix = np.stack([found[k] for k in keys])
-        self._dim = int(matrix.shape[1])
-        return matrix
-
-    def _query_vector(self, query: str) -> np.ndarray:
-        text = query[:QUERY_CHARS]
-        vec = self._queries.get(text)
-        if vec is None:
-            vec = np.asarray(self.embedder.embed_queries([text]), dtype=np.float32)[0]
-            self._queries[text] = vec
-            if len(self._queries) > QUERY_ENTRIES:
-                self._queries.popitem(last=False)
-        return vec
+        return np.stack([found[k] for k in keys])
 
     def cosines(self, query: str, passages: Sequence[str]) -> list[float]:
         """Each passage's cosine to the question, rounded to 4 decimals."""
+        # (a question's vector is not kept: how long a search takes must not tell whether another
+        # visitor asked the same question; it is 10 ms)
         with self._lock:
-            q = self._query_vector(query)
+            q = self._embed([query[:QUERY_CHARS]], queries=True)[0]
             matrix = self._passage_vectors(passages)
         return [round(float(x), 4) for x in matrix @ q]
 
@@ -220,6 +245,7 @@ class SemanticRanker:
 
 _UNSET = object()
 _active: object = _UNSET
+_embedders: dict[str, Embedder] = {}
 _active_lock = threading.Lock()
 
 
@@ -231,11 +257,12 @@ def _adapter(key: str) -> tuple[str, str]:
 
 
 def check(name: str | None) -> None:
-    """Raise `SemanticUnavailable` when `configure(name)` would, without loading a model (`grasbot serve`
-    checks the setting before its workers start)."""
+    """Raise `SemanticUnavailable` when `configure(name)` would (`grasbot serve` checks the setting before
+    its workers start): the model is loaded, and kept for the process's `configure`."""
     key = (name or "").strip().lower()
-    if key not in OFF:
-        import_module(_adapter(key)[0]).require()
+    if key not in OFF and key not in _embedders:
+        module, cls = _adapter(key)
+        _embedders[key] = getattr(import_module(module), cls)()
 
 
 def configure(name: str | None, store: Path | None | object = _UNSET) -> SemanticRanker | None:
@@ -248,8 +275,10 @@ def configure(name: str | None, store: Path | None | object = _UNSET) -> Semanti
         if key in OFF:
             _active = None
             return None
-        module, cls = _adapter(key)
-        embedder = getattr(import_module(module), cls)()
+        embedder = _embedders.get(key)
+        if embedder is None:  # one model per process, whatever the number of `configure` calls
+            module, cls = _adapter(key)
+            embedder = _embedders[key] = getattr(import_module(module), cls)()
         folder = default_store() if store is _UNSET else store
         ranker = SemanticRanker(embedder, folder if isinstance(folder, Path) else None)
         _active = ranker

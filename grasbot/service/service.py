@@ -11,12 +11,15 @@ carries the retrieved `sources` (docs/service.md, "The API").
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
+import functools
 import logging
 import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -123,7 +126,11 @@ class Service:
         self.privacy = settings.privacy()
         # GRASBOT_SEMANTIC: every search of this process re-ranks (grasbot/search/semantic.py); a model that
         # cannot be loaded stops the start (`grasbot serve` says so in one line before any worker starts)
-        semantic.configure(settings.semantic, store=settings.semantic_cache or semantic.default_store())
+        ranker = semantic.configure(settings.semantic, store=settings.semantic_cache or semantic.default_store())
+        # With it, a search may embed the notes it meets for the first time (0.3 s each): searches then run
+        # in one thread of their own (one at a time, as on the event loop, since an index is not shared
+        # between threads), so that /health, streams and LLM calls go on meanwhile.
+        self._retrieval_thread = ThreadPoolExecutor(1, thread_name_prefix="grasbot-retrieval") if ranker is not None else None
         self.snapshot = self.read_vault(self.reloads.first_version)
         # The answering profile (grasbot/answer/profile.py): a bad one stops the start with its error
         self.profile: Profile = load_profile(vault_dir, settings.profile)
@@ -155,6 +162,8 @@ class Service:
 
     async def stop(self) -> None:
         await self.reloads.stop()
+        if self._retrieval_thread is not None:
+            self._retrieval_thread.shutdown(wait=False, cancel_futures=True)
         for task in list(self._tasks):
             await cancel_and_wait(task)
         if self.llm is not None:
@@ -271,7 +280,11 @@ class Service:
         ) as trace:
             with trace.observation("retrieval", input={"query": question, "top_k": s.search_top_k}) as span:
                 started = time.perf_counter()
-                retrieval = self._retrieve(snap, question, history)
+                if self._retrieval_thread is None:
+                    retrieval = self._retrieve(snap, question, history)
+                else:  # the re-ranking may embed notes (seconds): off the event loop, one search at a time
+                    run = functools.partial(contextvars.copy_context().run, self._retrieve, snap, question, history)
+                    retrieval = await asyncio.get_running_loop().run_in_executor(self._retrieval_thread, run)
                 result, followup, hits = retrieval.result, retrieval.followup, list(retrieval.hits)
                 elapsed = (time.perf_counter() - started) * 1000
                 if trace.enabled:
