@@ -91,9 +91,8 @@ def build_engines(vault: Vault, semantic: bool = False) -> dict[str, Callable[[s
     """`name -> search(question, top_k)` returning an object with `.hits[i].id` and `.grounded`."""
     from rank_bm25 import BM25Okapi
 
-    from grasbot.search import semantic as _semantic
-
     from grasbot.model import visible_to_visitors
+    from grasbot.search import semantic as _semantic
     from grasbot.search.index import SearchIndex, note_id
     from grasbot.search.tokenize import tokenize
     from original_scoring import OriginalScoring

@@ -22,7 +22,7 @@ from grasbot.search.index import SearchIndex
 from grasbot.vault import Vault
 from tests.conftest import corpus_path
 from tests.fake_ollama import FakeOllama
-from tests.service_fixtures import SAMPLE_VAULT, fake_ollama, run_server, service_settings  # noqa: F401 - fake_ollama: a fixture
+from tests.service_fixtures import SAMPLE_VAULT, fake_ollama, run_server, service_settings, write_note  # noqa: F401 - fake_ollama: a fixture
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -113,21 +113,11 @@ def test_it_only_reorders_the_pool_and_never_changes_grounded(help_index: Search
 
 
 def test_a_hidden_note_is_never_embedded_nor_named(tmp_path: Path, model: E5Embedder) -> None:
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "jardin.md").write_text(
-        "---\ntitle: Le jardin\nvisibility: public\n---\n"
-        "Le jardin potager donne des tomates et des courgettes. Voir [[Zorglub secret]] pour l'arrosage.\n",
-        encoding="utf-8",
-    )
-    (vault / "verger.md").write_text(
-        "---\ntitle: Le verger\nvisibility: public\n---\nLe verger donne des pommes et des poires en automne.\n",
-        encoding="utf-8",
-    )
-    (vault / "Zorglub secret.md").write_text(
-        "---\ntitle: Zorglub secret\nvisibility: private\n---\nL'arrosage du jardin se fait à l'eau de pluie Zorglub.\n",
-        encoding="utf-8",
-    )
+    vault = _vault(tmp_path, {
+        "jardin": ("title: Le jardin\nvisibility: public", "Le jardin potager donne des tomates et des courgettes. Voir [[Zorglub secret]] pour l'arrosage."),
+        "verger": ("title: Le verger\nvisibility: public", "Le verger donne des pommes et des poires en automne."),
+        "Zorglub secret": ("title: Zorglub secret\nvisibility: private", "L'arrosage du jardin se fait à l'eau de pluie Zorglub."),
+    })
     index = SearchIndex.build(Vault.load(vault))
     recording = Recording(model)
     with semantic.use(semantic.SemanticRanker(recording, tmp_path / "vectors")):
@@ -281,20 +271,20 @@ def test_serve_refuses_to_start_without_the_models_library(tmp_path: Path) -> No
 # -- what an outside red team found (each fails on the first version) -------------------------------
 
 
-def _vault(tmp_path: Path, notes: dict[str, str]) -> Path:
+def _vault(tmp_path: Path, notes: dict[str, tuple[str, str]]) -> Path:
+    """A vault of `{name: (frontmatter, body)}`."""
     root = tmp_path / "vault"
-    root.mkdir()
-    for name, text in notes.items():
-        (root / f"{name}.md").write_text(text, encoding="utf-8")
+    for name, (meta, body) in notes.items():
+        write_note(root, f"{name}.md", meta, body)
     return root
 
 
 def test_long_names_are_cut_before_they_are_embedded(tmp_path: Path, model: E5Embedder) -> None:
     aliases = "".join(f"\n  - jardin alias {i}" for i in range(5000))
     root = _vault(tmp_path, {
-        "long": "---\ntitle: Le jardin " + "très " * 200_000 + "\nvisibility: public\n---\nLe jardin potager.\n",
-        "many": f"---\ntitle: Jardin potager\naliases:{aliases}\nvisibility: public\n---\nLe jardin et ses tomates.\n",
-        "court": "---\ntitle: Le verger\nvisibility: public\n---\nLe jardin fruitier: pommes, poires.\n",
+        "long": ("title: Le jardin " + "très " * 200_000 + "\nvisibility: public", "Le jardin potager."),
+        "many": (f"title: Jardin potager\naliases:{aliases}\nvisibility: public", "Le jardin et ses tomates."),
+        "court": ("title: Le verger\nvisibility: public", "Le jardin fruitier: pommes, poires."),
     })
     index = SearchIndex.build(Vault.load(root))
     recording = Recording(model)
@@ -306,9 +296,9 @@ def test_long_names_are_cut_before_they_are_embedded(tmp_path: Path, model: E5Em
 
 def test_an_alias_linking_a_private_note_neither_embeds_nor_finds_it(tmp_path: Path, model: E5Embedder) -> None:
     root = _vault(tmp_path, {
-        "verger": "---\ntitle: Le verger\naliases:\n  - verger\n  - \"[[Zorglub secret]] alias\"\nvisibility: public\n---\nPommes et poires.\n",
-        "jardin": "---\ntitle: Le jardin\nvisibility: public\n---\nTomates et courgettes du jardin.\n",
-        "Zorglub secret": "---\ntitle: Zorglub secret\nvisibility: private\n---\nL'eau de pluie.\n",
+        "verger": ('title: Le verger\naliases:\n  - verger\n  - "[[Zorglub secret]] alias"\nvisibility: public', "Pommes et poires."),
+        "jardin": ("title: Le jardin\nvisibility: public", "Tomates et courgettes du jardin."),
+        "Zorglub secret": ("title: Zorglub secret\nvisibility: private", "L'eau de pluie."),
     })
     index = SearchIndex.build(Vault.load(root))
     with semantic.use(None):

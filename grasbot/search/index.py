@@ -72,12 +72,12 @@ edits).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import re
 import time
 from itertools import chain, compress
-import dataclasses
 from dataclasses import dataclass, field
 from operator import attrgetter, is_not, itemgetter, ne
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence

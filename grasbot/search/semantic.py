@@ -1,5 +1,5 @@
 """Semantic re-ranking: the engine's first candidates re-ordered by how close a sentence embedding puts each
-note to the question (docs/architecture.md, "Semantic re-ranking"; the figures in benchmarks/README.md).
+note to the question (docs/service.md, "Semantic re-ranking"; the figures in benchmarks/README.md, "Fifth round").
 
 The lexical engine (`grasbot.search.index`) finds the candidates and decides `grounded`; this module only
 re-orders its first `POOL` hits. It can therefore never bring a note the engine did not find (a hidden note
@@ -224,7 +224,7 @@ class SemanticRanker:
     def cosines(self, query: str, passages: Sequence[str]) -> list[float]:
         """Each passage's cosine to the question, rounded to 4 decimals."""
         # (a question's vector is not kept: how long a search takes must not tell whether another
-        # visitor asked the same question; it is 10 ms)
+        # visitor asked the same question; it costs about 12 ms)
         with self._lock:
             q = self._embed([query[:QUERY_CHARS]], queries=True)[0]
             matrix = self._passage_vectors(passages)

@@ -257,7 +257,7 @@ def _serve(args: argparse.Namespace) -> int:
         load_profile(settings.vault_dir, settings.profile)
     except ProfileError as error:
         return _fail(str(error))
-    try:  # GRASBOT_SEMANTIC=e5 without its library: one line, before any worker starts
+    try:  # GRASBOT_SEMANTIC=e5 whose library is missing or cannot load its model: one line, before any worker starts
         from grasbot.search.semantic import SemanticUnavailable, check
 
         check(settings.semantic)
