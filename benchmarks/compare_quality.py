@@ -77,8 +77,8 @@ SETS: tuple[tuple[str, Path, Path, bool], ...] = (
     ("grasbot-fresh5", CORPORA / "grasbot-vault", HERE / "questions-fresh5-grasbot-vault.yaml", True),
     ("help-fr-fresh5", CORPORA / "obsidian-help-fr", HERE / "questions-fresh5-obsidian-help-fr.yaml", True),
 )
-ENGINES = ("engine", "bm25", "original")
-#: `--semantic`: the engine with GRASBOT_SEMANTIC=e5's re-ranking (grasbot/search/semantic.py), as a 4th column
+#: `--semantic`: the engine with GRASBOT_SEMANTIC=e5's re-ranking (grasbot/search/semantic.py), as a 4th
+#: column beside `build_engines`' engine, bm25 and original
 SEMANTIC = "semantic"
 KEEP = 10
 
