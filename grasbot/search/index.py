@@ -259,6 +259,20 @@ def _indexable(note: Note) -> bool | None:
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
+def _for_visitors(redact: Callable[[str, str], str] | None, path: str, texts: list[str]) -> list[str]:
+    """Short fields (a title, aliases, sample questions) as a visitor may read them: each that may hold a
+    link is passed through `redact` (the vault's `visitor_text`); the list itself when none may."""
+    if redact is None or not any("[" in x or "<" in x for x in texts):
+        return texts
+    return [redact(x, path) if "[" in x or "<" in x else x for x in texts]
+
+
+def _visitor_body(note: Note, redact: Callable[[str, str], str] | None) -> str:
+    """The body as the index reads it: the reader's (comments out), without the links to hidden notes."""
+    body = note.reader_body
+    return body if redact is None else redact(body, note.path)
+
+
 def _headings(note: Note) -> list[str]:
     """The note's section titles (from the vault's parse, else read from the body)."""
     headings = note.headings
@@ -438,13 +452,9 @@ class _Reader:
             title, slug, aliases, answers, domains, tags = note.stem, "", [], [], [], []
         headings = _headings(note)
         # Fields in BM25F order: title, aliases, slug, answers, domains + tags, headings.
-        if self.redact is not None:  # (a title, an alias or a sample question may hold a link, as a body does)
-            redact, path = self.redact, note.path
-            if "[" in title or "<" in title:
-                title = redact(title, path)
-            if any("[" in x or "<" in x for x in chain(aliases, answers)):
-                aliases = [redact(x, path) if "[" in x or "<" in x else x for x in aliases]
-                answers = [redact(x, path) if "[" in x or "<" in x else x for x in answers]
+        # (a title, an alias or a sample question may hold a link, as a body does)
+        title, *rest = _for_visitors(self.redact, note.path, [title, *aliases, *answers])
+        aliases, answers = rest[: len(aliases)], rest[len(aliases) :]
         texts = [title, *aliases, slug, *answers, *domains, *tags, *headings]
         found: list[tuple[int, ...] | None] = list(map(self.short.get, texts))
         a = 1 + len(aliases)  # the slug's place
@@ -461,9 +471,7 @@ class _Reader:
         sizes = list(map(len, occ))  # type: ignore[arg-type]
         fm = list(chain.from_iterable(occ))  # type: ignore[arg-type]
         # the lead paragraph: what the note says it is about, in its own words (read from the visitor's body)
-        body = note.reader_body
-        if self.redact is not None:
-            body = self.redact(body, note.path)
+        body = _visitor_body(note, self.redact)
         lead = _lead(body)
         # (as the short texts, in bulk: `phrase` would fill the tokenizer's caches with the vault's lead words)
         lead_ids = list(self.phrases([lead], [None], 1)[0]) if lead else []
@@ -1853,12 +1861,8 @@ class SearchIndex:
         passages = []
         for hit in hits:
             note = hit.note
-            title, aliases, body = note.title, note.aliases, note.reader_body
-            if self._redact is not None:
-                redact, path = self._redact, note.path
-                title, body = redact(title, path), redact(body, path)
-                aliases = [redact(a, path) for a in aliases]
-            passages.append(ranker.passage(title, aliases, body))
+            title, *aliases = _for_visitors(self._redact, note.path, [note.title, *note.aliases])
+            passages.append(ranker.passage(title, aliases, _visitor_body(note, self._redact)))
         try:
             order = ranker.rerank(query, [h.score for h in hits], passages)
         except Exception as exc:  # noqa: BLE001 - a native model's failure must not fail a search

@@ -53,6 +53,7 @@ __all__ = [
     "check",
     "configure",
     "default_store",
+    "model_key",
     "use",
 ]
 
@@ -249,20 +250,32 @@ _embedders: dict[str, Embedder] = {}
 _active_lock = threading.Lock()
 
 
-def _adapter(key: str) -> tuple[str, str]:
+def model_key(name: str | None) -> str | None:
+    """The `MODELS` key a `GRASBOT_SEMANTIC` value names (case and spaces aside), None for off; raises
+    `SemanticUnavailable` for any other value. The one reading of the setting (the service's validator too)."""
+    key = (name or "").strip().lower()
+    if key in OFF:
+        return None
     if key not in MODELS:
         raise SemanticUnavailable(f"GRASBOT_SEMANTIC={key!r}: unknown model (choose one of: off, {', '.join(sorted(MODELS))})")
-    module, _, cls = MODELS[key].partition(":")
-    return module, cls
+    return key
+
+
+def _embedder(key: str) -> Embedder:
+    """The model of `key`, loaded once per process whatever the number of `check` and `configure` calls."""
+    found = _embedders.get(key)
+    if found is None:
+        module, _, cls = MODELS[key].partition(":")
+        found = _embedders[key] = getattr(import_module(module), cls)()
+    return found
 
 
 def check(name: str | None) -> None:
     """Raise `SemanticUnavailable` when `configure(name)` would (`grasbot serve` checks the setting before
     its workers start): the model is loaded, and kept for the process's `configure`."""
-    key = (name or "").strip().lower()
-    if key not in OFF and key not in _embedders:
-        module, cls = _adapter(key)
-        _embedders[key] = getattr(import_module(module), cls)()
+    key = model_key(name)
+    if key is not None:
+        _embedder(key)
 
 
 def configure(name: str | None, store: Path | None | object = _UNSET) -> SemanticRanker | None:
@@ -270,17 +283,13 @@ def configure(name: str | None, store: Path | None | object = _UNSET) -> Semanti
     the process. Raises `SemanticUnavailable` when the name is unknown or its library is not installed.
     `store`: the folder of cached vectors (default `default_store()`; None: memory only)."""
     global _active
-    key = (name or "").strip().lower()
     with _active_lock:
-        if key in OFF:
+        key = model_key(name)
+        if key is None:
             _active = None
             return None
-        embedder = _embedders.get(key)
-        if embedder is None:  # one model per process, whatever the number of `configure` calls
-            module, cls = _adapter(key)
-            embedder = _embedders[key] = getattr(import_module(module), cls)()
         folder = default_store() if store is _UNSET else store
-        ranker = SemanticRanker(embedder, folder if isinstance(folder, Path) else None)
+        ranker = SemanticRanker(_embedder(key), folder if isinstance(folder, Path) else None)
         _active = ranker
         return ranker
 

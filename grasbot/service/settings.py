@@ -217,12 +217,13 @@ class Settings(BaseSettings):
     @field_validator("semantic", mode="before")
     @classmethod
     def _known_semantic(cls, value: Any) -> Any:
-        from grasbot.search.semantic import MODELS, OFF
+        from grasbot.search.semantic import MODELS, SemanticUnavailable, model_key
 
-        if isinstance(value, str) and value.strip().lower() in OFF:
-            return "off"
-        if isinstance(value, str) and value.strip().lower() in MODELS:
-            return value.strip().lower()
+        try:
+            if isinstance(value, str):
+                return model_key(value) or "off"
+        except SemanticUnavailable:
+            pass
         raise ValueError(f"expected off or one of {', '.join(sorted(MODELS))}, got {value!r}")
 
     @field_validator("redis_url", mode="after")
